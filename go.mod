@@ -1,0 +1,3 @@
+module github.com/fenceline/fenceline
+
+go 1.26.0

@@ -1,0 +1,191 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Kind names what an event is about.
+type Kind string
+
+// Kinds of events. Store operations come from the cursor store, election steps from the
+// elector, faults from the harness.
+const (
+	KindLoad     Kind = "load"      // cursor store: read cursor and highest accepted token
+	KindCommit   Kind = "commit"    // cursor store: fenced write of effects and new cursor
+	KindAcquire  Kind = "acquire"   // election: SET NX PX + INCR of the token counter
+	KindRenew    Kind = "renew"     // election: compare-and-pexpire
+	KindRelease  Kind = "release"   // election: compare-and-delete
+	KindStepDown Kind = "step-down" // election: local decision to stop leading (Type info, no invoke)
+	KindFault    Kind = "fault"     // harness: a fault injected (invoke) and healed (ok)
+)
+
+// Type is the phase of an event, as in Jepsen.
+type Type string
+
+// Types of events. An operation is an invoke followed by exactly one of ok, fail or info.
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"   // it happened
+	Fail   Type = "fail" // it certainly did not happen (for example a rejected commit)
+	Info   Type = "info" // unknown: it may or may not have happened
+)
+
+// Errors carried in Event.Error for failed store and election operations.
+const (
+	ErrStaleToken     = "stale-token"     // commit rejected: token below the highest accepted
+	ErrCursorConflict = "cursor-conflict" // commit rejected: cursor moved since it was read
+	ErrNotHeld        = "not-held"        // acquire: lease held by another; renew/release: not ours any more
+)
+
+// Event is one line of a history. Fields that do not apply are omitted.
+type Event struct {
+	// ID identifies the operation; its invoke and completion share it. Unique within a run.
+	ID string `json:"id"`
+	// Type is invoke, ok, fail or info.
+	Type Type `json:"type"`
+	// Kind is what the operation is.
+	Kind Kind `json:"kind"`
+	// Node is the instance id of the node (or the harness target of a fault).
+	Node string `json:"node"`
+	// Time is host wall-clock time in nanoseconds since the Unix epoch.
+	Time int64 `json:"time"`
+	// Token is the fencing token: the writer's for commit, the one obtained (ok) for
+	// acquire, the term's for renew, release and step-down, the store's highest accepted
+	// token for an ok load.
+	Token int64 `json:"token,omitempty"`
+	// From is the cursor a commit expects to find; To the cursor it writes.
+	From int64 `json:"from,omitempty"`
+	To   int64 `json:"to,omitempty"`
+	// Cursor is the cursor an ok load returned.
+	Cursor int64 `json:"cursor,omitempty"`
+	// Events is the number of events in a commit's batch.
+	Events int `json:"events,omitempty"`
+	// Error says why an operation failed or is unknown (ErrStaleToken, a timeout...).
+	Error string `json:"error,omitempty"`
+	// Reason says why a node stepped down, or details a fault.
+	Reason string `json:"reason,omitempty"`
+	// Fault is the fault kind (kill, pause, partition...) of a KindFault event.
+	Fault string `json:"fault,omitempty"`
+}
+
+// ErrMalformed is returned (wrapped, with the file and line) for a line that is not a
+// valid event.
+var ErrMalformed = errors.New("history: malformed event")
+
+// Validate reports whether e is well formed.
+func (e Event) Validate() error {
+	if e.ID == "" {
+		return fmt.Errorf("%w: missing id", ErrMalformed)
+	}
+	switch e.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return fmt.Errorf("%w: unknown type %q", ErrMalformed, e.Type)
+	}
+	switch e.Kind {
+	case KindLoad, KindCommit, KindAcquire, KindRenew, KindRelease, KindStepDown, KindFault:
+	default:
+		return fmt.Errorf("%w: unknown kind %q", ErrMalformed, e.Kind)
+	}
+	if e.Time <= 0 {
+		return fmt.Errorf("%w: time %d", ErrMalformed, e.Time)
+	}
+	return nil
+}
+
+// Recorder writes events as JSON lines. It is safe for concurrent use. Each event is
+// written with one write call so that a process killed mid-run leaves whole lines.
+type Recorder struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+	now func() time.Time
+}
+
+// NewRecorder returns a Recorder writing to w. A nil w discards events.
+func NewRecorder(w io.Writer) *Recorder {
+	return &Recorder{w: w, now: time.Now}
+}
+
+// Now returns the host wall-clock time in nanoseconds, the timestamp every event carries.
+func (r *Recorder) Now() int64 { return r.now().UnixNano() }
+
+// Record stamps e with the current host time when e.Time is zero and writes it.
+// The first write error is kept and returned by Err; later events are dropped.
+func (r *Recorder) Record(e Event) {
+	if r == nil || r.w == nil {
+		return
+	}
+	if e.Time == 0 {
+		e.Time = r.Now()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // Event holds only strings and numbers.
+	}
+	b = append(b, '\n')
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return
+	}
+	if _, err := r.w.Write(b); err != nil {
+		r.err = fmt.Errorf("history: write: %w", err)
+	}
+}
+
+// Err returns the first write error, if any.
+func (r *Recorder) Err() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Read parses a history from rd. name is used in error messages (a file name).
+// It stops at the first malformed line and names it. Record writes each line with one
+// write call, so even a node killed with SIGKILL leaves no torn line to excuse.
+func Read(rd io.Reader, name string) ([]Event, error) {
+	var out []Event
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
+		}
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return out, nil
+}
+
+// ReadFile reads a history file.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	return Read(f, path)
+}

@@ -1,0 +1,265 @@
+// Package redisserver starts and controls a real redis-server process on loopback, for
+// tests and for the harness's local backend.
+//
+// The server runs with an append-only file unless Options.NoPersistence is set: the
+// election's token counter must survive a restart, and without an AOF it does not.
+package redisserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ErrNotInstalled is returned when no redis-server binary can be found.
+var ErrNotInstalled = errors.New("redisserver: redis-server not found in PATH (install it: apt-get install -y redis-server)")
+
+// Options configure a server.
+type Options struct {
+	// Dir holds the append-only file and the log. Required.
+	Dir string
+	// Port to listen on; 0 picks a free port.
+	Port int
+	// NoPersistence runs without an append-only file (and without snapshots), so a
+	// restart loses every key, the token counter included. Default false.
+	NoPersistence bool
+	// Binary is the redis-server to run. Default: "redis-server" from PATH.
+	Binary string
+}
+
+// Server is a running (or stopped) redis-server process. Its methods are safe for
+// concurrent use.
+type Server struct {
+	opts Options
+	addr string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd exits
+}
+
+// Start starts redis-server and waits until it answers PING.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("redisserver: Options.Dir is required")
+	}
+	if opts.Binary == "" {
+		opts.Binary = "redis-server"
+	}
+	if _, err := exec.LookPath(opts.Binary); err != nil {
+		return nil, ErrNotInstalled
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
+	if opts.Port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		opts.Port = p
+	}
+	s := &Server{opts: opts, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
+	if err := s.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Addr is host:port of the server.
+func (s *Server) Addr() string { return s.addr }
+
+// Dir is the server's data directory.
+func (s *Server) Dir() string { return s.opts.Dir }
+
+// Persistent reports whether the server runs with an append-only file.
+func (s *Server) Persistent() bool { return !s.opts.NoPersistence }
+
+// PID is the process id of the running server, or 0.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+func (s *Server) args() []string {
+	a := []string{
+		"--bind", "127.0.0.1",
+		"--port", strconv.Itoa(s.opts.Port),
+		"--dir", s.opts.Dir,
+		"--logfile", filepath.Join(s.opts.Dir, "redis.log"),
+		"--save", "",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+	}
+	if s.opts.NoPersistence {
+		return append(a, "--appendonly", "no")
+	}
+	return append(a, "--appendonly", "yes", "--appendfsync", "everysec")
+}
+
+// Restart starts the server if it is not running (after Kill or Stop) and waits for it
+// to answer. It is an error to call it while the server runs.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	if s.cmd != nil {
+		s.mu.Unlock()
+		return errors.New("redisserver: already running")
+	}
+	cmd := exec.Command(s.opts.Binary, s.args()...)
+	// Own process group: a Ctrl-C aimed at the harness must not kill Redis before the
+	// harness has read the final state.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("redisserver: start: %w", err)
+	}
+	done := make(chan struct{})
+	s.cmd, s.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		s.mu.Lock()
+		if s.cmd == cmd {
+			s.cmd = nil
+		}
+		s.mu.Unlock()
+	}()
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := Ping(ctx, s.addr); err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			log, _ := os.ReadFile(filepath.Join(s.opts.Dir, "redis.log"))
+			return fmt.Errorf("redisserver: redis-server exited at start: %s%s", stderr.String(), tail(log, 800))
+		case <-ctx.Done():
+			s.Kill()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			return fmt.Errorf("redisserver: %s did not answer PING within 10s", s.addr)
+		}
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to exit. Acknowledged writes survive only
+// with persistence on.
+func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
+
+// Stop sends SIGTERM (Redis flushes its append-only file) and waits for exit.
+func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Pause stops the process with SIGSTOP; Resume continues it.
+func (s *Server) Pause() error  { return s.sendOnly(syscall.SIGSTOP) }
+func (s *Server) Resume() error { return s.sendOnly(syscall.SIGCONT) }
+
+func (s *Server) sendOnly(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redisserver: not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Ping dials addr and sends a RESP PING, with no client library in between.
+func Ping(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) {
+		return fmt.Errorf("redisserver: unexpected reply %q", buf[:n])
+	}
+	return nil
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisserver: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// New starts a persistent redis-server for a test on a free port, in a temporary
+// directory, and kills it when the test ends. It fails the test if redis-server is not
+// installed: integration tests are not skipped silently.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	return NewWith(tb, Options{})
+}
+
+// NewWith is New with options; Dir defaults to a temporary directory.
+func NewWith(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	if opts.Dir == "" {
+		opts.Dir = tb.TempDir()
+	}
+	s, err := Start(context.Background(), opts)
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	tb.Cleanup(s.Kill)
+	return s
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return "\n" + string(b)
+}
