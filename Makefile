@@ -1,0 +1,48 @@
+# fenceline — see README.md. Everything a target needs is built or checked here.
+GO        ?= go
+BIN       := bin
+FENCELINE := $(BIN)/fenceline
+
+DURATION  ?= 60s
+NODES     ?= 3
+NEMESIS   ?= all
+SEED      ?= $(shell date +%s)
+BACKEND   ?= local
+WORKLOAD  ?= listener
+LEASE_TTL ?= 2s
+OUT       ?= reports/runs
+
+.PHONY: all build test lint bench chaos check-deps clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
+
+# check-deps installs redis-server from Debian's packages when it is missing and we are
+# root; otherwise it says exactly what to install.
+check-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "redis-server missing: installing it from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else \
+	    echo "redis-server is not installed: run 'sudo apt-get install -y redis-server'" >&2; exit 2; \
+	  fi; }
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
+	$(GO) vet ./...
+
+test: check-deps lint
+	$(GO) test -race -timeout 25m ./...
+
+bench: check-deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+
+chaos: check-deps build
+	$(FENCELINE) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
+	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,523 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/rs/zerolog"
+
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+// LocalConfig configures a local cluster.
+type LocalConfig struct {
+	Spec
+	// Binary is the fenceline executable run for nodes and the source. Required.
+	Binary string
+	// Logger receives the backend's own events. Default: discard.
+	Logger *slog.Logger
+}
+
+// Local is a cluster of processes on 127.0.0.1.
+type Local struct {
+	cfg   LocalConfig
+	log   *slog.Logger
+	redis *redisserver.Server
+
+	toxi     *toxiproxyserver.ApiServer
+	toxiHTTP *http.Server
+	toxiCli  *toxiproxy.Client
+
+	source    *process
+	sourceURL string
+
+	mu    sync.Mutex
+	nodes map[string]*localNode
+	ids   []string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type localNode struct {
+	id      string
+	control string // host:port of the control endpoint
+	redis   string // its redis proxy's listen address
+	source  string // its source URL through its proxy
+	proc    *process
+	paused  bool
+}
+
+var _ Cluster = (*Local)(nil)
+
+// StartLocal starts Redis, toxiproxy, the source and every node, and waits until each
+// node's control endpoint answers. On error everything already started is removed.
+func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
+	if cfg.Dir == "" || cfg.Binary == "" {
+		return nil, errors.New("cluster: LocalConfig.Dir and Binary are required")
+	}
+	if _, err := os.Stat(cfg.Binary); err != nil {
+		return nil, fmt.Errorf("cluster: fenceline binary: %w (run 'make build')", err)
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("cluster: %d nodes", cfg.Nodes)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []string{history.HistoryDir, history.LogsDir, "redis", "addr"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	l := &Local{cfg: cfg, log: cfg.Logger, nodes: map[string]*localNode{}, ids: NodeIDs(cfg.Nodes)}
+	defer func() {
+		if err != nil {
+			_ = l.Close(context.Background())
+		}
+	}()
+
+	l.redis, err = redisserver.Start(ctx, redisserver.Options{
+		Dir:           filepath.Join(cfg.Dir, "redis"),
+		NoPersistence: cfg.NoPersistence,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.startToxiproxy(); err != nil {
+		return nil, err
+	}
+	if err := l.startSource(ctx); err != nil {
+		return nil, err
+	}
+	for _, id := range l.ids {
+		n := &localNode{id: id}
+		rp, err := l.toxiCli.CreateProxy(l.RedisProxy(id), "127.0.0.1:0", l.redis.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("cluster: proxy %s: %w", l.RedisProxy(id), err)
+		}
+		sp, err := l.toxiCli.CreateProxy(l.SourceProxy(id), "127.0.0.1:0", l.source.addr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: proxy %s: %w", l.SourceProxy(id), err)
+		}
+		n.redis, n.source = rp.Listen, "http://"+sp.Listen
+		l.nodes[id] = n
+	}
+	for _, id := range l.ids {
+		if err := l.StartNode(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Local) startToxiproxy() error {
+	l.toxi = toxiproxyserver.NewServer(toxiproxyserver.NewMetricsContainer(nil), zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("cluster: toxiproxy: %w", err)
+	}
+	l.toxiHTTP = &http.Server{Handler: l.toxi.Routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = l.toxiHTTP.Serve(ln) }()
+	l.toxiCli = toxiproxy.NewClient("http://" + ln.Addr().String())
+	return nil
+}
+
+func (l *Local) startSource(ctx context.Context) error {
+	addrFile := filepath.Join(l.cfg.Dir, "addr", "source")
+	args := []string{"source", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+		"--rate", strconv.FormatFloat(l.cfg.SourceRate, 'f', -1, 64)}
+	p, err := startProcess(l.cfg.Binary, args, filepath.Join(l.cfg.Dir, history.LogsDir, "source.log"))
+	if err != nil {
+		return err
+	}
+	l.source = p
+	if p.addr, err = waitAddrFile(ctx, p, addrFile); err != nil {
+		return err
+	}
+	l.sourceURL = "http://" + p.addr
+	return waitHTTP(ctx, p, l.sourceURL+"/health")
+}
+
+// Nodes implements Cluster.
+func (l *Local) Nodes() []string { return append([]string(nil), l.ids...) }
+
+func (l *Local) node(id string) (*localNode, error) {
+	n, ok := l.nodes[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownNode, id)
+	}
+	return n, nil
+}
+
+// StartNode implements Cluster.
+func (l *Local) StartNode(ctx context.Context, id string) error {
+	l.mu.Lock()
+	n, err := l.node(id)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if n.proc != nil && !n.proc.exited() {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrRunning, id)
+	}
+	// The node binds a port of its own choosing and tells us which: a port picked here
+	// and bound later could be taken in between by anyone else on the machine.
+	addrFile := filepath.Join(l.cfg.Dir, "addr", id)
+	_ = os.Remove(addrFile)
+	args := l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile,
+		filepath.Join(l.cfg.Dir, history.HistoryDir, id+".jsonl"))
+	p, err := startProcess(l.cfg.Binary, args, filepath.Join(l.cfg.Dir, history.LogsDir, id+".log"))
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	n.proc, n.paused = p, false
+	l.mu.Unlock()
+	l.log.Info("node-started", slog.String("node", id), slog.Int("pid", p.cmd.Process.Pid))
+	control, err := waitAddrFile(ctx, p, addrFile)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	n.control = control
+	l.mu.Unlock()
+	return waitHTTP(ctx, p, "http://"+control+"/health")
+}
+
+func (l *Local) running(id string) (*localNode, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := l.node(id)
+	if err != nil {
+		return nil, err
+	}
+	if n.proc == nil || n.proc.exited() {
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, id)
+	}
+	return n, nil
+}
+
+// StopNode implements Cluster. A paused node is resumed first so it can release.
+func (l *Local) StopNode(ctx context.Context, id string) error {
+	n, err := l.running(id)
+	if err != nil {
+		return err
+	}
+	_ = n.proc.signal(syscall.SIGTERM)
+	_ = n.proc.signal(syscall.SIGCONT)
+	l.setPaused(n, false)
+	return n.proc.wait(ctx, 10*time.Second)
+}
+
+// KillNode implements Cluster.
+func (l *Local) KillNode(ctx context.Context, id string) error {
+	n, err := l.running(id)
+	if err != nil {
+		return err
+	}
+	_ = n.proc.signal(syscall.SIGKILL)
+	l.setPaused(n, false)
+	return n.proc.wait(ctx, 10*time.Second)
+}
+
+// PauseNode implements Cluster.
+func (l *Local) PauseNode(ctx context.Context, id string) error {
+	n, err := l.running(id)
+	if err != nil {
+		return err
+	}
+	if err := n.proc.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	l.setPaused(n, true)
+	return nil
+}
+
+// ResumeNode implements Cluster.
+func (l *Local) ResumeNode(ctx context.Context, id string) error {
+	n, err := l.running(id)
+	if err != nil {
+		return err
+	}
+	if err := n.proc.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	l.setPaused(n, false)
+	return nil
+}
+
+func (l *Local) setPaused(n *localNode, p bool) {
+	l.mu.Lock()
+	n.paused = p
+	l.mu.Unlock()
+}
+
+// Running implements Cluster.
+func (l *Local) Running(id string) bool {
+	_, err := l.running(id)
+	return err == nil
+}
+
+// NodeStatus implements Cluster.
+func (l *Local) NodeStatus(ctx context.Context, id string) (NodeStatus, error) {
+	n, err := l.running(id)
+	if err != nil {
+		return NodeStatus{}, err
+	}
+	l.mu.Lock()
+	control := n.control
+	l.mu.Unlock()
+	return GetStatus(ctx, control)
+}
+
+// SetClock implements Cluster.
+func (l *Local) SetClock(ctx context.Context, id string, offset time.Duration, rate float64) error {
+	n, err := l.running(id)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	control := n.control
+	l.mu.Unlock()
+	return PostClock(ctx, control, offset, rate)
+}
+
+// KillRedis implements Cluster.
+func (l *Local) KillRedis(ctx context.Context) error { l.redis.Kill(); return nil }
+
+// StartRedis implements Cluster.
+func (l *Local) StartRedis(ctx context.Context) error {
+	if l.redis.PID() != 0 {
+		return nil
+	}
+	return l.redis.Restart(ctx)
+}
+
+// RedisAddr implements Cluster.
+func (l *Local) RedisAddr() string { return l.redis.Addr() }
+
+// Toxiproxy implements Cluster.
+func (l *Local) Toxiproxy() *toxiproxy.Client { return l.toxiCli }
+
+// RedisProxy implements Cluster.
+func (l *Local) RedisProxy(id string) string { return id + "-redis" }
+
+// SourceProxy implements Cluster.
+func (l *Local) SourceProxy(id string) string { return id + "-source" }
+
+// ControlAddr is node id's control endpoint (host:port).
+func (l *Local) ControlAddr(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n, ok := l.nodes[id]; ok {
+		return n.control
+	}
+	return ""
+}
+
+// Close implements Cluster: it kills every node and the source, stops toxiproxy (closing
+// every proxy and its port) and kills Redis.
+func (l *Local) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		var procs []*process
+		for _, n := range l.nodes {
+			if n.proc != nil {
+				procs = append(procs, n.proc)
+			}
+		}
+		l.mu.Unlock()
+		if l.source != nil {
+			procs = append(procs, l.source)
+		}
+		for _, p := range procs {
+			_ = p.signal(syscall.SIGKILL)
+		}
+		var errs []error
+		for _, p := range procs {
+			if err := p.wait(ctx, 10*time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if l.toxi != nil {
+			_ = l.toxi.Collection.Clear()
+			_ = l.toxiHTTP.Close()
+		}
+		if l.redis != nil {
+			l.redis.Kill()
+		}
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// process is a child process whose exit is observed by one goroutine.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	log  *os.File
+	done chan struct{}
+}
+
+func startProcess(bin string, args []string, logPath string) (*process, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Own process group, so a Ctrl-C meant for the runner reaches the runner only (it
+	// heals and then stops the nodes); Pdeathsig so nothing outlives a crashed runner.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cluster: start %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, log: f, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *process) signal(sig syscall.Signal) error {
+	if p.exited() {
+		return nil
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// wait waits for exit; after grace it kills the process.
+func (p *process) wait(ctx context.Context, grace time.Duration) error {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	return fmt.Errorf("cluster: pid %d did not exit within %v; killed", p.cmd.Process.Pid, grace)
+}
+
+// waitAddrFile waits until the process has written the address it listens on to path.
+func waitAddrFile(ctx context.Context, p *process, path string) (string, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		select {
+		case <-p.done:
+			return "", fmt.Errorf("cluster: %s exited at start (see its log)", filepath.Base(p.cmd.Path))
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("cluster: no address in %s within 15s", path)
+		}
+	}
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or ctx ends.
+func waitHTTP(ctx context.Context, p *process, url string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	c := http.Client{Timeout: time.Second}
+	for {
+		if resp, err := c.Get(url); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("cluster: %s exited at start (see its log)", filepath.Base(p.cmd.Path))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: %s did not answer within 15s", url)
+		}
+	}
+}
+
+// GetStatus reads a node's /status from its control endpoint.
+func GetStatus(ctx context.Context, control string) (NodeStatus, error) {
+	var st NodeStatus
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+control+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("cluster: status: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("cluster: status: %s", resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// PostClock sets a node's injected clock through its control endpoint.
+func PostClock(ctx context.Context, control string, offset time.Duration, rate float64) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	q := url.Values{"offset": {offset.String()}, "rate": {strconv.FormatFloat(rate, 'f', -1, 64)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+control+"/fault/clock?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cluster: clock: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("cluster: clock: %s: %s", resp.Status, b)
+	}
+	return nil
+}

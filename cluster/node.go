@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Spec is what a cluster runs, whatever the backend.
+type Spec struct {
+	// Dir is the run directory: history/<node>.jsonl and logs/<node>.log are written
+	// below it. Required.
+	Dir string
+	// Nodes is the number of nodes. Default 3.
+	Nodes int
+	// Node are the options every node is started with.
+	Node NodeOptions
+	// NoPersistence runs Redis without an append-only file. Default false (AOF on).
+	NoPersistence bool
+	// SourceRate is the event source's rate in events per second; 0 means unlimited.
+	SourceRate float64
+}
+
+// NodeOptions are the settings every node of a cluster is started with. Zero values
+// leave the node's own defaults in place.
+type NodeOptions struct {
+	// Election is the election name, the hash tag of every key. Default "fenceline".
+	Election string
+	// LeaseTTL, RenewInterval and RetryInterval configure the elector.
+	LeaseTTL      time.Duration
+	RenewInterval time.Duration
+	RetryInterval time.Duration
+	// Batch is the listener's batch size (events per commit).
+	Batch int
+	// Variant selects a deliberately broken design (see `fenceline node -h`); "" is the
+	// reference.
+	Variant string
+	// Workload is "listener" (default) or "register".
+	Workload string
+	// Chaos enables the node's fault hooks (the clock). The harness always sets it.
+	Chaos bool
+}
+
+// Args are the `fenceline node` arguments for node id, reaching Redis and the source at
+// the given addresses, serving its control endpoint on control, writing the address it
+// bound to addrFile (when not empty) and its history to historyPath.
+func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPath string) []string {
+	a := []string{"node",
+		"--id", id,
+		"--redis", redisAddr,
+		"--source", sourceURL,
+		"--control", control,
+		"--history", historyPath,
+	}
+	if addrFile != "" {
+		a = append(a, "--addr-file", addrFile)
+	}
+	if o.Election != "" {
+		a = append(a, "--election", o.Election)
+	}
+	if o.LeaseTTL > 0 {
+		a = append(a, "--lease-ttl", o.LeaseTTL.String())
+	}
+	if o.RenewInterval > 0 {
+		a = append(a, "--renew-interval", o.RenewInterval.String())
+	}
+	if o.RetryInterval > 0 {
+		a = append(a, "--retry-interval", o.RetryInterval.String())
+	}
+	if o.Batch > 0 {
+		a = append(a, "--batch", strconv.Itoa(o.Batch))
+	}
+	if o.Variant != "" {
+		a = append(a, "--variant", o.Variant)
+	}
+	if o.Workload != "" {
+		a = append(a, "--workload", o.Workload)
+	}
+	if o.Chaos {
+		a = append(a, "--chaos")
+	}
+	return a
+}
+
+// NodeIDs returns "n1".."nN".
+func NodeIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	return ids
+}

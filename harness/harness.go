@@ -1,0 +1,355 @@
+// Package harness runs a chaos experiment, Jepsen style: start a cluster, warm up, inject
+// the faults of a seeded schedule for the duration, heal every fault unconditionally,
+// wait for recovery, stop the nodes and read the store's final state. What it produces is
+// a run directory (see package history for its layout); judging it is the checker's job.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+// Config is one run.
+type Config struct {
+	// Dir is the run directory to create and fill. Required.
+	Dir string
+	// Seed determines the fault schedule.
+	Seed int64
+	// Duration of the chaos phase. Default 60s.
+	Duration time.Duration
+	// Nodes is the number of nodes. Default 3.
+	Nodes int
+	// Nemeses are the fault kinds to inject (see nemesis.ParseList); empty: none.
+	Nemeses []string
+	// Workload is what the nodes do.
+	Workload workloads.Workload
+	// Node are the options each node starts with (lease TTL, variant...).
+	Node cluster.NodeOptions
+	// Backend names the backend in the run's record ("local", "docker").
+	Backend string
+	// Start starts the cluster's backend.
+	Start func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error)
+	// ReadStore reads the store's final state from Redis at addr.
+	ReadStore func(ctx context.Context, addr, election string) (*history.Store, error)
+	// WarmupTimeout bounds the wait for the first commit. Default 30s.
+	WarmupTimeout time.Duration
+	// RecoveryTimeout bounds the wait for a commit after the final heal. Default
+	// 4 lease TTLs + 10s.
+	RecoveryTimeout time.Duration
+	// Versions are recorded in run.json.
+	Versions map[string]string
+	// Logger receives progress. Default: discard.
+	Logger *slog.Logger
+}
+
+// ErrIncomplete is returned (wrapped) when a run could not be completed: the run
+// directory holds what was recorded, but a verdict on it is at best unknown.
+var ErrIncomplete = errors.New("harness: run incomplete")
+
+func (c *Config) defaults() error {
+	if c.Dir == "" || c.Start == nil || c.ReadStore == nil {
+		return errors.New("harness: Config.Dir, Start and ReadStore are required")
+	}
+	if c.Duration == 0 {
+		c.Duration = 60 * time.Second
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.Node.LeaseTTL == 0 {
+		c.Node.LeaseTTL = 2 * time.Second
+	}
+	if c.Node.Election == "" {
+		c.Node.Election = "fenceline"
+	}
+	if c.WarmupTimeout == 0 {
+		c.WarmupTimeout = 30 * time.Second
+	}
+	if c.RecoveryTimeout == 0 {
+		c.RecoveryTimeout = 4*c.Node.LeaseTTL + 10*time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Node.Chaos = true
+	c.Node.Workload = c.Workload.Name
+	if c.Node.Batch == 0 {
+		c.Node.Batch = c.Workload.Batch
+	}
+	return nil
+}
+
+// Schedule returns the run's fault schedule.
+func (c Config) Schedule() ([]nemesis.Step, error) {
+	lease := c.Node.LeaseTTL
+	if lease == 0 {
+		lease = 2 * time.Second
+	}
+	return nemesis.NewSchedule(nemesis.ScheduleOptions{
+		Seed: c.Seed, Kinds: c.Nemeses, Duration: c.Duration, LeaseTTL: lease, Nodes: c.Nodes,
+	})
+}
+
+// Persistent reports whether Redis runs with an append-only file: always, unless the
+// volatile restart fault is scheduled.
+func (c Config) Persistent() bool {
+	for _, k := range c.Nemeses {
+		if k == nemesis.RedisRestartVolatile {
+			return false
+		}
+	}
+	return true
+}
+
+// Run performs the run. It returns an error wrapping ErrIncomplete if the run could not
+// be completed (including when ctx is cancelled: Ctrl-C); the run directory then holds
+// what was recorded. Whatever happens, every fault is healed and the cluster removed
+// before Run returns.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	steps, err := cfg.Schedule()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	info := history.RunInfo{
+		Seed: cfg.Seed, Nodes: cluster.NodeIDs(cfg.Nodes), Workload: cfg.Workload.Name,
+		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
+		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
+		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
+	}
+	if info.Nemeses == nil {
+		info.Nemeses = []string{}
+	}
+	if err := history.WriteJSON(filepath.Join(cfg.Dir, "schedule.json"), steps); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	faultLog, err := os.Create(filepath.Join(cfg.Dir, history.FaultsFile))
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	defer faultLog.Close()
+	r := &runner{cfg: cfg, log: cfg.Logger, faults: history.NewRecorder(faultLog)}
+
+	// Whatever happens below, record what we know and remove the cluster. Cleanup uses
+	// its own context: an interrupted run still heals, stops and reads the store.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if r.c != nil {
+			if ferr := r.finish(cctx, &info); ferr != nil && err == nil {
+				err = ferr
+			}
+			if cerr := r.c.Close(cctx); cerr != nil {
+				r.log.Warn("cleanup", slog.Any("err", cerr))
+			}
+		}
+		if err != nil && info.Interrupted == "" {
+			info.Interrupted = err.Error()
+		}
+		info.End = time.Now().UnixNano()
+		if werr := history.WriteJSON(filepath.Join(cfg.Dir, history.RunInfoFile), info); werr != nil && err == nil {
+			err = werr
+		}
+		if err == nil {
+			err = r.faults.Err()
+		}
+	}()
+
+	r.log.Info("starting cluster", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
+	r.c, err = cfg.Start(ctx, cluster.Spec{
+		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
+		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: start: %v", ErrIncomplete, err)
+	}
+	r.log.Info("warm-up: waiting for a first commit")
+	if err := r.waitProgress(ctx, cfg.WarmupTimeout); err != nil {
+		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, err)
+	}
+	r.log.Info("chaos", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
+	if err := r.chaos(ctx, steps); err != nil {
+		return fmt.Errorf("%w: %v", ErrIncomplete, err)
+	}
+	return nil
+}
+
+type runner struct {
+	cfg    Config
+	log    *slog.Logger
+	c      cluster.Cluster
+	faults *history.Recorder
+	seq    int
+	open   *openFault // the fault injected and not yet healed
+}
+
+type openFault struct {
+	id, kind, target string
+	f                nemesis.Fault
+}
+
+// chaos runs the schedule. Faults are sequential: each is healed before the next.
+func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
+	start := time.Now()
+	end := start.Add(r.cfg.Duration)
+	for _, s := range steps {
+		if err := sleepUntil(ctx, start.Add(s.At)); err != nil {
+			return err
+		}
+		if err := r.inject(ctx, s); err != nil {
+			r.log.Warn("inject failed", slog.String("fault", s.Kind), slog.Any("err", err))
+		}
+		if err := sleepUntil(ctx, time.Now().Add(s.Params.Hold)); err != nil {
+			return err
+		}
+		if err := r.heal(ctx); err != nil {
+			r.log.Warn("heal failed", slog.String("fault", s.Kind), slog.Any("err", err))
+		}
+	}
+	return sleepUntil(ctx, end)
+}
+
+func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
+	f, err := nemesis.ByKind(s.Kind)
+	if err != nil {
+		return err
+	}
+	target := nemesis.TargetRedis
+	if f.TargetsNode() {
+		target = r.resolve(ctx, s.Target)
+	}
+	r.seq++
+	id := fmt.Sprintf("fault-%d", r.seq)
+	r.faults.Record(history.Event{ID: id, Type: history.Invoke, Kind: history.KindFault, Node: target, Fault: s.Kind})
+	what, err := f.Inject(ctx, r.c, target, s.Params)
+	if err != nil {
+		r.faults.Record(history.Event{ID: id, Type: history.Info, Kind: history.KindFault, Node: target, Fault: s.Kind, Error: err.Error()})
+		// It may have half happened (a toxic on one stream): heal it at the usual time.
+	}
+	r.log.Info("fault injected", slog.String("fault", s.Kind), slog.String("target", target), slog.String("what", what))
+	r.open = &openFault{id: id, kind: s.Kind, target: target, f: f}
+	return err
+}
+
+func (r *runner) heal(ctx context.Context) error {
+	o := r.open
+	if o == nil {
+		return nil
+	}
+	r.open = nil
+	what, err := o.f.Heal(ctx, r.c, o.target)
+	ev := history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: o.target, Fault: o.kind, Reason: what}
+	if err != nil {
+		ev.Type, ev.Error = history.Info, err.Error()
+	}
+	r.faults.Record(ev)
+	r.log.Info("fault healed", slog.String("fault", o.kind), slog.String("target", o.target))
+	return err
+}
+
+// resolve finds the node a target means now. With no leader in sight (during an
+// election) a leader-targeted fault hits the first running node.
+func (r *runner) resolve(ctx context.Context, t nemesis.Target) string {
+	ids := r.c.Nodes()
+	if !t.Leader && t.Node >= 1 && t.Node <= len(ids) {
+		return ids[t.Node-1]
+	}
+	if id, _, ok := cluster.Leader(ctx, r.c); ok {
+		return id
+	}
+	for _, id := range ids {
+		if r.c.Running(id) {
+			return id
+		}
+	}
+	return ids[0]
+}
+
+// finish heals everything, waits for recovery, stops the nodes and reads the store.
+func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
+	var errs []error
+	if err := r.heal(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := nemesis.HealAll(ctx, r.c); err != nil {
+		errs = append(errs, fmt.Errorf("heal all: %w", err))
+	}
+	info.HealTime = time.Now().UnixNano()
+	r.log.Info("healed; recovery: waiting for a commit")
+	if err := r.waitProgress(ctx, r.cfg.RecoveryTimeout); err != nil {
+		// Not an incomplete run: the progress check will report it from the history.
+		r.log.Warn("no commit after the final heal", slog.Any("err", err))
+	}
+	for _, id := range r.c.Nodes() {
+		if r.c.Running(id) {
+			if err := r.c.StopNode(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	st, err := r.cfg.ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("final read: %w", err))
+	} else if err := history.WriteJSON(filepath.Join(r.cfg.Dir, history.StoreFile), st); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %v", ErrIncomplete, errors.Join(errs...))
+	}
+	return nil
+}
+
+// waitProgress waits until some node reports a commit it did not report when the wait
+// began.
+func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	base := map[string]int64{}
+	for _, id := range r.c.Nodes() {
+		if st, err := r.c.NodeStatus(ctx, id); err == nil {
+			base[id] = st.Commits
+		}
+	}
+	for {
+		for _, id := range r.c.Nodes() {
+			if st, err := r.c.NodeStatus(ctx, id); err == nil && st.Commits > base[id] {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no commit within %v", timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

@@ -1,0 +1,46 @@
+// Package testbin builds the fenceline command once per test process, for tests that
+// run real node processes.
+package testbin
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+)
+
+// Fenceline returns the path of a freshly built fenceline binary. The binary lives in a
+// directory removed when the test process exits through TestMain's Cleanup.
+func Fenceline(tb testing.TB) string {
+	tb.Helper()
+	once.Do(func() {
+		dir, e := os.MkdirTemp("", "fenceline-bin-")
+		if e != nil {
+			err = e
+			return
+		}
+		path = filepath.Join(dir, "fenceline")
+		cmd := exec.Command("go", "build", "-o", path, "github.com/fenceline/fenceline/cmd/fenceline")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err = cmd.CombinedOutput()
+	})
+	if err != nil {
+		tb.Fatalf("build fenceline: %v\n%s", err, out)
+	}
+	return path
+}
+
+// Cleanup removes the binary; call it from TestMain after m.Run.
+func Cleanup() {
+	if path != "" {
+		os.RemoveAll(filepath.Dir(path))
+	}
+}

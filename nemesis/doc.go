@@ -1,0 +1,10 @@
+// Package nemesis injects and heals faults in a fenceline cluster.
+//
+// One small type per fault kind, each able to inject and to heal, acting on a
+// cluster.Cluster so that every fault runs unchanged on every backend. A Schedule of
+// faults is generated from a seed: the same seed and options give the same schedule
+// (which node is the leader when a fault fires is up to the run, so the resolved target
+// is not part of the schedule, only the rule "leader" or "node k").
+//
+// The package knows nothing of checking: it only acts, and says what it did.
+package nemesis

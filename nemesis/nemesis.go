@@ -1,0 +1,139 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/cluster"
+)
+
+// Fault kinds. Each is one type in this package.
+const (
+	Kill                 = "kill"                   // SIGKILL, restart at heal
+	Stop                 = "stop"                   // SIGTERM (graceful release), restart at heal
+	Pause                = "pause"                  // SIGSTOP longer than the lease, SIGCONT at heal
+	PartitionReset       = "partition-reset"        // node's Redis link refused/reset
+	PartitionBlackhole   = "partition-blackhole"    // node's Redis link silently drops data
+	Delay                = "delay"                  // latency longer than the lease on the node's Redis link
+	Clock                = "clock"                  // node's injected clock jumped or slowed
+	RedisRestart         = "redis-restart"          // Redis killed and restarted (append-only file on)
+	RedisRestartVolatile = "redis-restart-volatile" // the same without persistence: tokens repeat
+)
+
+// TargetRedis is the target of the Redis faults.
+const TargetRedis = "redis"
+
+// Fault is one kind of fault. Inject and Heal act on target (a node id, or TargetRedis)
+// and return what they did in words, for the fault log. Heal must be safe to call on a
+// target whose fault was already healed, and on any node when the whole cluster is
+// healed at the end of a run.
+type Fault interface {
+	Kind() string
+	// TargetsNode is false for faults that act on Redis rather than on a node.
+	TargetsNode() bool
+	Inject(ctx context.Context, c cluster.Cluster, target string, p Params) (string, error)
+	Heal(ctx context.Context, c cluster.Cluster, target string) (string, error)
+}
+
+// Params are the schedule's random choices for one injection.
+type Params struct {
+	// Hold is how long the fault stays before it is healed.
+	Hold time.Duration
+	// Variant picks between a fault's flavours (for clock: jump or slow rate).
+	Variant int
+	// Magnitude scales the fault (the clock jump, the delay), in [0,1).
+	Magnitude float64
+	// LeaseTTL is the cluster's lease, which the faults are sized against.
+	LeaseTTL time.Duration
+}
+
+// All is every fault kind that the reference implementation must survive: `--nemesis all`.
+// RedisRestartVolatile is not in it: without persistence tokens repeat by design.
+var All = []string{Kill, Stop, Pause, PartitionReset, PartitionBlackhole, Delay, Clock, RedisRestart}
+
+// Known lists every fault kind.
+var Known = append(slices.Clone(All), RedisRestartVolatile)
+
+// ByKind returns the Fault of a kind.
+func ByKind(kind string) (Fault, error) {
+	switch kind {
+	case Kill:
+		return killFault{}, nil
+	case Stop:
+		return stopFault{}, nil
+	case Pause:
+		return pauseFault{}, nil
+	case PartitionReset:
+		return partitionFault{kind: PartitionReset}, nil
+	case PartitionBlackhole:
+		return partitionFault{kind: PartitionBlackhole}, nil
+	case Delay:
+		return delayFault{}, nil
+	case Clock:
+		return clockFault{}, nil
+	case RedisRestart:
+		return redisRestartFault{kind: RedisRestart}, nil
+	case RedisRestartVolatile:
+		return redisRestartFault{kind: RedisRestartVolatile}, nil
+	}
+	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", ErrUnknownFault, kind, strings.Join(Known, ", "))
+}
+
+// ErrUnknownFault is returned for a fault name that is not known.
+var ErrUnknownFault = errors.New("nemesis: unknown fault")
+
+// ParseList parses a comma-separated list of fault kinds: "all", "none", and "partition"
+// (both partition flavours) are accepted. The result is sorted and without duplicates.
+func ParseList(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "none":
+		case "all":
+			out = append(out, All...)
+		case "partition":
+			out = append(out, PartitionReset, PartitionBlackhole)
+		default:
+			if _, err := ByKind(f); err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// HealAll heals every fault kind on every node and Redis, whatever is open. It is what
+// the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it
+// returns every error it met rather than stopping at the first.
+func HealAll(ctx context.Context, c cluster.Cluster) error {
+	var errs []error
+	if err := c.StartRedis(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Toxiproxy().ResetState(); err != nil {
+		errs = append(errs, fmt.Errorf("nemesis: toxiproxy reset: %w", err))
+	}
+	for _, id := range c.Nodes() {
+		if c.Running(id) {
+			if err := c.ResumeNode(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+			if err := c.SetClock(ctx, id, 0, 1); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := c.StartNode(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

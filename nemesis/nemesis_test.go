@@ -1,0 +1,245 @@
+package nemesis_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/nemesis"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+const lease = time.Second
+
+// Generous bounds: the machine is small and shared, and other tests run alongside.
+const electTimeout = 10 * time.Second
+
+func startCluster(t *testing.T, nodes int, volatile bool) *cluster.Local {
+	t.Helper()
+	c := cluster.StartLocalT(t, cluster.Spec{
+		Nodes: nodes, NoPersistence: volatile, SourceRate: 200,
+		Node: cluster.NodeOptions{LeaseTTL: lease, Batch: 10},
+	})
+	return c
+}
+
+func leader(t *testing.T, c cluster.Cluster, minToken int64, exclude ...string) (string, int64) {
+	t.Helper()
+	id, tok, err := cluster.WaitLeader(context.Background(), c, minToken, electTimeout, exclude...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, tok
+}
+
+func inject(t *testing.T, c cluster.Cluster, kind, target string, p nemesis.Params) nemesis.Fault {
+	t.Helper()
+	f, err := nemesis.ByKind(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.LeaseTTL = lease
+	if _, err := f.Inject(context.Background(), c, target, p); err != nil {
+		t.Fatalf("inject %s on %s: %v", kind, target, err)
+	}
+	return f
+}
+
+func heal(t *testing.T, c cluster.Cluster, f nemesis.Fault, target string) {
+	t.Helper()
+	if _, err := f.Heal(context.Background(), c, target); err != nil {
+		t.Fatalf("heal %s on %s: %v", f.Kind(), target, err)
+	}
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func role(c cluster.Cluster, id string) string {
+	st, err := c.NodeStatus(context.Background(), id)
+	if err != nil {
+		return "unreachable"
+	}
+	return st.Role
+}
+
+// TestProcessFaults: a killed or stopped leader is gone and a standby takes over with a
+// newer token; a paused leader stops renewing, loses the lease, and after SIGCONT finds
+// itself a follower. Healing brings the node back, as a follower.
+func TestProcessFaults(t *testing.T) {
+	for _, kind := range []string{nemesis.Kill, nemesis.Stop, nemesis.Pause} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c := startCluster(t, 3, false)
+			old, tok := leader(t, c, 0)
+			f := inject(t, c, kind, old, nemesis.Params{})
+			if kind != nemesis.Pause && c.Running(old) {
+				t.Fatalf("%s: node %s still running", kind, old)
+			}
+			if kind == nemesis.Pause {
+				if _, err := c.NodeStatus(context.Background(), old); err == nil {
+					t.Fatalf("paused node %s answered its control endpoint", old)
+				}
+			}
+			_, newTok := leader(t, c, tok, old)
+			heal(t, c, f, old)
+			if !c.Running(old) {
+				t.Fatalf("%s healed but %s not running", kind, old)
+			}
+			eventually(t, electTimeout, old+" back as follower", func() bool { return role(c, old) == "follower" })
+			if id, tok2, ok := cluster.Leader(context.Background(), c); !ok || tok2 < newTok || id == old && tok2 == tok {
+				t.Fatalf("after heal: leader %s token %d (ok %v), want the new term (>= %d)", id, tok2, ok, newTok)
+			}
+		})
+	}
+}
+
+// TestPartitions: a leader cut off from Redis (reset or blackhole) steps down on its own
+// lease deadline although Redis is unreachable, a standby takes over, and after the heal
+// the old leader stays a follower.
+func TestPartitions(t *testing.T) {
+	for _, kind := range []string{nemesis.PartitionReset, nemesis.PartitionBlackhole} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c := startCluster(t, 3, false)
+			old, tok := leader(t, c, 0)
+			f := inject(t, c, kind, old, nemesis.Params{})
+			leader(t, c, tok, old)
+			eventually(t, electTimeout, old+" steps down while cut off", func() bool { return role(c, old) == "follower" })
+			heal(t, c, f, old)
+			time.Sleep(2 * lease)
+			if r := role(c, old); r != "follower" {
+				t.Fatalf("after heal %s is %s, want follower", old, r)
+			}
+		})
+	}
+}
+
+// TestDelay: a write the leader sends while its link is slower than the lease reaches
+// Redis after a newer leader has written, and the store rejects it as stale.
+func TestDelay(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, false)
+	old, tok := leader(t, c, 0)
+	f := inject(t, c, nemesis.Delay, old, nemesis.Params{Magnitude: 1})
+	leader(t, c, tok, old)
+	// Wait for the delayed requests to land, then heal.
+	time.Sleep(nemesis.DelayLatency(nemesis.Params{Magnitude: 1, LeaseTTL: lease}) + lease)
+	heal(t, c, f, old)
+	st := readStore(t, c)
+	stale := 0
+	for _, a := range st.Audit {
+		if a.Node == old && a.Token == tok && a.Result == history.ErrStaleToken {
+			stale++
+		}
+	}
+	if stale == 0 {
+		t.Fatalf("no delayed write of %s (token %d) was rejected as stale; audit has %d entries", old, tok, len(st.Audit))
+	}
+}
+
+// TestClock: a leader whose clock runs at a quarter speed renews too late, loses the
+// lease to another node and has its renewal rejected; a jump forward makes a leader step
+// down early. Healing sets the clock right.
+func TestClock(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, false)
+	old, tok := leader(t, c, 0)
+	f := inject(t, c, nemesis.Clock, old, nemesis.Params{Variant: 2}) // rate 0.25
+	leader(t, c, tok, old)
+	eventually(t, electTimeout, old+" steps down", func() bool { return role(c, old) == "follower" })
+	heal(t, c, f, old)
+
+	cur, tok2 := leader(t, c, 0)
+	f = inject(t, c, nemesis.Clock, cur, nemesis.Params{Variant: 0}) // jump forward
+	_, tok3 := leader(t, c, tok2)
+	heal(t, c, f, cur)
+	if tok3 <= tok2 {
+		t.Fatalf("token did not move after a clock jump: %d -> %d", tok2, tok3)
+	}
+}
+
+// TestRedisRestart: with the append-only file, the token counter survives a SIGKILL of
+// Redis and the next term's token is greater; without it the counter restarts and
+// tokens repeat — which is why the harness runs Redis with persistence.
+func TestRedisRestart(t *testing.T) {
+	for _, volatile := range []bool{false, true} {
+		kind := nemesis.RedisRestart
+		if volatile {
+			kind = nemesis.RedisRestartVolatile
+		}
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c := startCluster(t, 2, volatile)
+			leader(t, c, 0)
+			before := counter(t, c)
+			f := inject(t, c, kind, nemesis.TargetRedis, nemesis.Params{})
+			if err := redisPing(c); err == nil {
+				t.Fatal("redis answers after the kill")
+			}
+			heal(t, c, f, nemesis.TargetRedis)
+			if err := redisPing(c); err != nil {
+				t.Fatalf("redis after heal: %v", err)
+			}
+			after := counter(t, c)
+			if !volatile && after < before {
+				t.Fatalf("token counter went back from %d to %d with persistence", before, after)
+			}
+			if volatile && after >= before {
+				t.Fatalf("token counter %d -> %d: expected it to restart without persistence", before, after)
+			}
+			// The cluster elects again after the restart.
+			leader(t, c, 0)
+		})
+	}
+}
+
+func readStore(t *testing.T, c cluster.Cluster) *history.Store {
+	t.Helper()
+	rc := election.NewClient(c.RedisAddr())
+	defer rc.Close()
+	st, err := listener.ReadState(context.Background(), rc, "", election.TokenKey(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func counter(t *testing.T, c cluster.Cluster) int64 {
+	t.Helper()
+	rc := election.NewClient(c.RedisAddr())
+	defer rc.Close()
+	n, err := rc.Get(context.Background(), election.TokenKey("")).Int64()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func redisPing(c cluster.Cluster) error {
+	rc := election.NewClient(c.RedisAddr())
+	defer rc.Close()
+	return rc.Ping(context.Background()).Err()
+}

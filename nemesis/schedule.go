@@ -1,0 +1,102 @@
+package nemesis
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Target says whom a step hits: the node that leads when the step fires, or a fixed node.
+type Target struct {
+	Leader bool `json:"leader,omitempty"`
+	Node   int  `json:"node,omitempty"` // 1-based index of the node, when not Leader
+}
+
+func (t Target) String() string {
+	if t.Leader {
+		return "leader"
+	}
+	return fmt.Sprintf("n%d", t.Node)
+}
+
+// Step is one fault of a schedule.
+type Step struct {
+	// At is the injection time as an offset from the start of the chaos phase.
+	At     time.Duration `json:"at_ns"`
+	Kind   string        `json:"kind"`
+	Target Target        `json:"target"`
+	Params Params        `json:"params"`
+}
+
+// ScheduleOptions determine a schedule; equal options give an equal schedule.
+type ScheduleOptions struct {
+	Seed     int64
+	Kinds    []string
+	Duration time.Duration // length of the chaos phase
+	LeaseTTL time.Duration
+	Nodes    int
+	// LeaderBias is the probability that a node fault targets the current leader rather
+	// than a random node. Default 0.75.
+	LeaderBias float64
+}
+
+// NewSchedule generates the fault schedule. Faults never overlap: each is healed, and
+// the cluster given a lease and a little more to elect and commit, before the next.
+func NewSchedule(o ScheduleOptions) ([]Step, error) {
+	if o.Nodes < 1 || o.LeaseTTL <= 0 || o.Duration < 0 {
+		return nil, errors.New("nemesis: schedule needs nodes >= 1, a lease TTL and a duration")
+	}
+	if o.LeaderBias == 0 {
+		o.LeaderBias = 0.75
+	}
+	faults := make([]Fault, 0, len(o.Kinds))
+	for _, k := range o.Kinds {
+		f, err := ByKind(k)
+		if err != nil {
+			return nil, err
+		}
+		faults = append(faults, f)
+	}
+	if len(faults) == 0 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x6e656d65736973)) // "nemesis"
+	lease := o.LeaseTTL
+	between := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(lease))
+	}
+	var steps []Step
+	at := between(0.25, 0.75)
+	for at < o.Duration {
+		f := faults[rng.IntN(len(faults))]
+		s := Step{At: at, Kind: f.Kind(), Params: Params{
+			Variant:   rng.IntN(3),
+			Magnitude: rng.Float64(),
+			LeaseTTL:  lease,
+		}}
+		if f.TargetsNode() {
+			if rng.Float64() < o.LeaderBias {
+				s.Target.Leader = true
+			} else {
+				s.Target.Node = 1 + rng.IntN(o.Nodes)
+			}
+		}
+		switch s.Kind {
+		case Kill, Stop:
+			s.Params.Hold = between(0.5, 1.5)
+		case Pause, PartitionReset, PartitionBlackhole:
+			s.Params.Hold = between(1.5, 2.5)
+		case Delay:
+			// Long enough for a write sent before the fault to arrive while it holds.
+			s.Params.Hold = DelayLatency(s.Params) + lease/2
+		case Clock:
+			s.Params.Hold = between(2, 3)
+		case RedisRestart, RedisRestartVolatile:
+			s.Params.Hold = between(0.1, 0.5)
+		}
+		steps = append(steps, s)
+		at += s.Params.Hold + between(1.25, 1.75)
+	}
+	return steps, nil
+}

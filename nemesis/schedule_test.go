@@ -1,0 +1,59 @@
+package nemesis
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestScheduleDeterministic(t *testing.T) {
+	o := ScheduleOptions{Seed: 42, Kinds: All, Duration: 5 * time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3}
+	a, err := NewSchedule(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewSchedule(o)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed gave different schedules")
+	}
+	o.Seed = 43
+	c, _ := NewSchedule(o)
+	if reflect.DeepEqual(a, c) {
+		t.Fatal("different seeds gave the same schedule")
+	}
+	kinds := map[string]int{}
+	for i, s := range a {
+		kinds[s.Kind]++
+		if i > 0 && s.At < a[i-1].At+a[i-1].Params.Hold {
+			t.Fatalf("step %d starts before step %d is healed", i, i-1)
+		}
+	}
+	if len(a) < 30 {
+		t.Fatalf("5 minutes gave %d faults, want >= 30", len(a))
+	}
+	for _, k := range All {
+		if kinds[k] == 0 {
+			t.Errorf("no %s fault in a 5-minute schedule", k)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList("kill, partition,kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{Kill, PartitionBlackhole, PartitionReset}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got, _ := ParseList("none"); len(got) != 0 {
+		t.Fatalf("none gave %v", got)
+	}
+	if got, _ := ParseList("all"); len(got) != len(All) {
+		t.Fatalf("all gave %v", got)
+	}
+	if _, err := ParseList("kill,explode"); err == nil {
+		t.Fatal("unknown fault accepted")
+	}
+}
