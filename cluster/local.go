@@ -521,3 +521,6 @@ func PostClock(ctx context.Context, control string, offset time.Duration, rate f
 	}
 	return nil
 }
+
+// Dir is the run directory the cluster writes to.
+func (l *Local) Dir() string { return l.cfg.Dir }
