@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -39,8 +41,6 @@ type Config struct {
 	Backend string
 	// Start starts the cluster's backend.
 	Start func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error)
-	// ReadStore reads the store's final state from Redis at addr.
-	ReadStore func(ctx context.Context, addr, election string) (*history.Store, error)
 	// WarmupTimeout bounds the wait for the first commit. Default 30s.
 	WarmupTimeout time.Duration
 	// RecoveryTimeout bounds the wait for a commit after the final heal. Default
@@ -57,8 +57,8 @@ type Config struct {
 var ErrIncomplete = errors.New("harness: run incomplete")
 
 func (c *Config) defaults() error {
-	if c.Dir == "" || c.Start == nil || c.ReadStore == nil {
-		return errors.New("harness: Config.Dir, Start and ReadStore are required")
+	if c.Dir == "" || c.Start == nil {
+		return errors.New("harness: Config.Dir and Start are required")
 	}
 	if c.Duration == 0 {
 		c.Duration = 60 * time.Second
@@ -171,13 +171,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 
 	r.log.Info("starting cluster", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
-	r.c, err = cfg.Start(ctx, cluster.Spec{
+	c, err := cfg.Start(ctx, cluster.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate,
 	})
 	if err != nil {
+		// The backend removed what it had started; c may be a typed nil.
 		return fmt.Errorf("%w: start: %v", ErrIncomplete, err)
 	}
+	r.c = c
 	r.log.Info("warm-up: waiting for a first commit")
 	if err := r.waitProgress(ctx, cfg.WarmupTimeout); err != nil {
 		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, err)
@@ -302,7 +304,7 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 			}
 		}
 	}
-	st, err := r.cfg.ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
+	st, err := ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("final read: %w", err))
 	} else if err := history.WriteJSON(filepath.Join(r.cfg.Dir, history.StoreFile), st); err != nil {
@@ -352,4 +354,12 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-tm.C:
 		return nil
 	}
+}
+
+// ReadStore reads the store's final state and the token counter from Redis at addr,
+// bypassing every proxy.
+func ReadStore(ctx context.Context, addr, name string) (*history.Store, error) {
+	c := election.NewClient(addr)
+	defer c.Close()
+	return listener.ReadState(ctx, c, name, election.TokenKey(name))
 }

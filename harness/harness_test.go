@@ -1,0 +1,144 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+func config(t *testing.T, bin string, d time.Duration, seed int64) harness.Config {
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harness.Config{
+		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: nemesis.All,
+		Workload: wl, Backend: "local",
+		Node: cluster.NodeOptions{LeaseTTL: time.Second},
+		Start: func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+			return cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
+		},
+	}
+}
+
+// TestChaosRunValid is the short chaos run of `make test`: every fault kind against the
+// reference implementation, and the checker must find the run valid.
+func TestChaosRunValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("60-second chaos run")
+	}
+	cfg := config(t, testbin.Fenceline(t), 60*time.Second, 20261202)
+	if err := harness.Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	run, err := history.LoadRun(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: cfg.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		t.Logf("%-20s %-8s %s", c.Name, c.Verdict, c.Message)
+	}
+	if res.Verdict != checker.Valid {
+		t.Fatalf("verdict %s, want valid (run kept in %s)", res.Verdict, cfg.Dir)
+	}
+	kinds := map[string]bool{}
+	for _, f := range run.Faults {
+		kinds[f.Fault] = true
+	}
+	if len(kinds) < 5 {
+		t.Errorf("only %d fault kinds injected in 60s: %v", len(kinds), kinds)
+	}
+	if res.LeaderChanges < 3 {
+		t.Errorf("only %d leader changes", res.LeaderChanges)
+	}
+	assertNothingLeft(t, cfg.Dir)
+}
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	a, err := config(t, "", time.Minute, 5).Schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := config(t, "", time.Minute, 5).Schedule()
+	if len(a) == 0 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed: %d and %d steps, equal %v", len(a), len(b), reflect.DeepEqual(a, b))
+	}
+}
+
+// TestInterruptedRun: a run cancelled mid-chaos (Ctrl-C) heals, stops, still reads the
+// store and writes what was recorded, reports itself incomplete, and leaves nothing behind.
+func TestInterruptedRun(t *testing.T) {
+	cfg := config(t, testbin.Fenceline(t), time.Minute, 9)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(6*time.Second, cancel)
+	err := harness.Run(ctx, cfg)
+	if !errors.Is(err, harness.ErrIncomplete) {
+		t.Fatalf("err = %v, want ErrIncomplete", err)
+	}
+	run, err := history.LoadRun(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Info.Interrupted == "" || run.Store == nil || len(run.Events) == 0 {
+		t.Fatalf("interrupted %q, store %v, %d events", run.Info.Interrupted, run.Store != nil, len(run.Events))
+	}
+	assertNothingLeft(t, cfg.Dir)
+}
+
+// TestFailedStart: nodes that cannot start (a binary that is not fenceline) fail the run
+// as incomplete, and Redis and toxiproxy are removed all the same.
+func TestFailedStart(t *testing.T) {
+	cfg := config(t, "/bin/false", time.Second, 1)
+	err := harness.Run(context.Background(), cfg)
+	if !errors.Is(err, harness.ErrIncomplete) {
+		t.Fatalf("err = %v, want ErrIncomplete", err)
+	}
+	assertNothingLeft(t, cfg.Dir)
+}
+
+// assertNothingLeft checks that no process of the run is alive and that Redis's port is
+// closed.
+func assertNothingLeft(t *testing.T, dir string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), dir) {
+			t.Errorf("process left behind: %s: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "addr", "source")); err == nil {
+		if c, err := net.DialTimeout("tcp", strings.TrimSpace(string(b)), time.Second); err == nil {
+			c.Close()
+			t.Errorf("source still listening at %s", b)
+		}
+	}
+}
