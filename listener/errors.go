@@ -1,0 +1,53 @@
+package listener
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Functions wrap them with %w; test them with errors.Is.
+var (
+	// ErrStaleToken: a commit was rejected because its token is below the highest token
+	// the store has accepted. Nothing was applied. Run returns it (wrapped) when its term's
+	// token has been superseded.
+	ErrStaleToken = errors.New("listener: stale fencing token")
+	// ErrCursorConflict: a commit was rejected because the stored cursor is not the one the
+	// batch starts from (another writer moved it). Nothing was applied.
+	ErrCursorConflict = errors.New("listener: cursor conflict")
+	// ErrOutcomeUnknown: a store request failed in a way that leaves its outcome unknown
+	// (timeout, lost connection, unexpected reply): the commit may have been applied.
+	ErrOutcomeUnknown = errors.New("listener: outcome unknown")
+	// ErrInvalidBatch: Commit was called with a batch it cannot send (empty, or ids not
+	// strictly increasing after from). Nothing was sent.
+	ErrInvalidBatch = errors.New("listener: invalid batch")
+	// ErrInvalidConfig is wrapped by the errors of New, NewRedisStore and NewHTTPSource
+	// for a bad configuration.
+	ErrInvalidConfig = errors.New("listener: invalid config")
+	// ErrSource is wrapped by HTTPSource.Fetch errors about the source's answer (bad
+	// status, malformed body, out-of-order events), as opposed to transport errors.
+	ErrSource = errors.New("listener: bad answer from source")
+)
+
+// RejectedError is the error of a commit the store rejected. It unwraps to ErrStaleToken
+// or ErrCursorConflict and carries what the store held at the time.
+type RejectedError struct {
+	Reason       error  // ErrStaleToken or ErrCursorConflict
+	Op           string // operation id of the commit
+	Token        int64  // the writer's token
+	From, To     int64  // the cursor move the writer asked for
+	StoredToken  int64  // the highest token the store had accepted
+	StoredCursor int64  // the store's cursor
+}
+
+// Error describes the rejection with the store's values.
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%v: commit %s with token %d from %d to %d; store has token %d, cursor %d",
+		e.Reason, e.Op, e.Token, e.From, e.To, e.StoredToken, e.StoredCursor)
+}
+
+// Unwrap returns Reason.
+func (e *RejectedError) Unwrap() error { return e.Reason }
+
+func configErr(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...)
+}

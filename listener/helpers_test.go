@@ -1,0 +1,215 @@
+package listener
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/source"
+)
+
+// newRedis starts a redis-server for the test and returns a client configured as the
+// store needs it.
+func newRedis(tb testing.TB) (*redisserver.Server, *redis.Client) {
+	tb.Helper()
+	srv := redisserver.New(tb)
+	c := NewRedisClient(srv.Addr())
+	tb.Cleanup(func() { c.Close() })
+	return srv, c
+}
+
+func newStore(tb testing.TB, c redis.UniversalClient, cfg StoreConfig) *RedisStore {
+	tb.Helper()
+	if cfg.Node == "" {
+		cfg.Node = "n1"
+	}
+	s, err := NewRedisStore(c, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (recorder, logger).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func readHistory(tb testing.TB, b *syncBuffer) []history.Event {
+	tb.Helper()
+	evs, err := history.Read(bytes.NewBufferString(b.String()), "history")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return evs
+}
+
+// checkPairs checks that every invoke has exactly one completion with the same id, kind,
+// node and commit fields, written after it, and returns the completions by id.
+func checkPairs(tb testing.TB, evs []history.Event) map[string]history.Event {
+	tb.Helper()
+	invokes := map[string]history.Event{}
+	done := map[string]history.Event{}
+	for _, e := range evs {
+		if e.Type == history.Invoke {
+			if _, dup := invokes[e.ID]; dup {
+				tb.Fatalf("two invokes with id %s", e.ID)
+			}
+			invokes[e.ID] = e
+			continue
+		}
+		inv, ok := invokes[e.ID]
+		if !ok {
+			tb.Fatalf("completion %+v without a preceding invoke", e)
+		}
+		if _, dup := done[e.ID]; dup {
+			tb.Fatalf("two completions for %s", e.ID)
+		}
+		if e.Kind != inv.Kind || e.Node != inv.Node || e.Time < inv.Time ||
+			(e.Kind == history.KindCommit && (e.Token != inv.Token || e.From != inv.From || e.To != inv.To || e.Events != inv.Events)) {
+			tb.Fatalf("completion %+v does not match invoke %+v", e, inv)
+		}
+		done[e.ID] = e
+	}
+	for id := range invokes {
+		if _, ok := done[id]; !ok {
+			tb.Fatalf("invoke %s has no completion", id)
+		}
+	}
+	return done
+}
+
+// checkStore checks the final-state invariants: the sink is exactly 1..cursor and the
+// balances are the oracle's.
+func checkStore(tb testing.TB, st *history.Store) {
+	tb.Helper()
+	if int64(len(st.Sink)) != st.Cursor {
+		tb.Fatalf("sink has %d events, cursor is %d", len(st.Sink), st.Cursor)
+	}
+	for i, id := range st.Sink {
+		if id != int64(i+1) {
+			tb.Fatalf("sink[%d] = %d, want %d", i, id, i+1)
+		}
+	}
+	want := source.Balances(st.Cursor)
+	if len(st.Balances) != len(want) {
+		tb.Fatalf("balances %v, want %v", st.Balances, want)
+	}
+	for a, v := range want {
+		if st.Balances[a] != v {
+			tb.Fatalf("balance of %s = %d, want %d (all: %v)", a, st.Balances[a], v, st.Balances)
+		}
+	}
+}
+
+// memSource serves source.At in memory, up to avail events.
+type memSource struct {
+	avail atomic.Int64
+	calls atomic.Int64
+}
+
+func (m *memSource) Fetch(ctx context.Context, cursor int64, limit int) ([]source.Event, error) {
+	m.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	hi := min(m.avail.Load(), cursor+int64(limit))
+	return source.Range(cursor, hi), nil
+}
+
+// startSource serves a source.Server on loopback and returns an HTTPSource for it.
+func startSource(tb testing.TB, cfg source.Config) *HTTPSource {
+	tb.Helper()
+	s, err := source.NewServer(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	tb.Cleanup(ts.Close)
+	hs, err := NewHTTPSource(HTTPSourceConfig{BaseURL: ts.URL})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hs
+}
+
+// countingMetrics counts commit outcomes and applied events; reached is closed once
+// target events have been applied (if target > 0).
+type countingMetrics struct {
+	mu       sync.Mutex
+	outcomes map[Outcome]int
+	applied  int64
+	target   int64
+	reached  chan struct{}
+}
+
+func newCountingMetrics(target int64) *countingMetrics {
+	return &countingMetrics{outcomes: map[Outcome]int{}, target: target, reached: make(chan struct{})}
+}
+
+func (m *countingMetrics) ObserveCommit(o Outcome, events int, _ time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes[o]++
+	if o == OutcomeOK {
+		before := m.applied
+		m.applied += int64(events)
+		if m.target > 0 && before < m.target && m.applied >= m.target {
+			close(m.reached)
+		}
+	}
+}
+
+func (m *countingMetrics) count(o Outcome) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.outcomes[o]
+}
+
+// waitFor polls cond every 10ms until it holds or the (generous) timeout passes.
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func loadCursor(tb testing.TB, s *RedisStore) int64 {
+	tb.Helper()
+	c, _, err := s.Load(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+var nameSeq atomic.Int64
+
+// uniqueName returns a fresh election name, so runs on one server do not share keys.
+func uniqueName() string { return fmt.Sprintf("t%d", nameSeq.Add(1)) }
