@@ -1,0 +1,236 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/fenceline/fenceline/history"
+)
+
+func ev(id string, typ history.Type, kind history.Kind, node string, t int64) history.Event {
+	return history.Event{ID: id, Type: typ, Kind: kind, Node: node, Time: t}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	cases := []struct {
+		name   string
+		events []history.Event
+		faults []history.Event
+		want   string
+	}{
+		{"completion without invoke", []history.Event{ev("a", history.OK, history.KindCommit, "n1", 5)}, nil, "completion without invoke"},
+		{"invoked twice", []history.Event{ev("a", history.Invoke, history.KindLoad, "n1", 5), ev("a", history.Invoke, history.KindLoad, "n1", 6)}, nil, "invoked twice"},
+		{"kind changes", []history.Event{ev("a", history.Invoke, history.KindLoad, "n1", 5), ev("a", history.OK, history.KindCommit, "n1", 6)}, nil, "completed as"},
+		{"node changes", []history.Event{ev("a", history.Invoke, history.KindLoad, "n1", 5), ev("a", history.OK, history.KindLoad, "n2", 6)}, nil, "completed as"},
+		{"malformed event", []history.Event{ev("a", "done", history.KindLoad, "n1", 5)}, nil, "unknown type"},
+		{"heal without injection", nil, []history.Event{ev("f", history.OK, history.KindFault, "n1", 5)}, "never injected"},
+		{"store event among faults", nil, []history.Event{ev("f", history.Invoke, history.KindLoad, "n1", 5)}, "among the faults"},
+	}
+	for _, c := range cases {
+		_, err := Check(context.Background(), &history.Run{Events: c.events, Faults: c.faults}, Options{})
+		if !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want ErrBadHistory mentioning %q", c.name, err, c.want)
+		}
+	}
+	if _, err := Check(context.Background(), nil, Options{}); err == nil {
+		t.Error("nil run accepted")
+	}
+	if _, err := Check(context.Background(), &history.Run{}, Options{Checks: []string{"bogus"}}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("unknown check: got %v, want ErrBadOptions", err)
+	}
+	if _, err := Check(context.Background(), &history.Run{}, Options{PieceOps: 10, MaxPieceOps: 5}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("PieceOps > MaxPieceOps: got %v, want ErrBadOptions", err)
+	}
+}
+
+func TestCheckEmptyRun(t *testing.T) {
+	res, err := Check(context.Background(), &history.Run{Store: &history.Store{}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Check(CheckLinearizability); c == nil || c.Verdict != Valid {
+		t.Errorf("empty history: %+v", c)
+	}
+	if c := res.Check(CheckProgress); c == nil || c.Verdict != Unknown {
+		t.Errorf("no heal time: progress %+v, want unknown", c)
+	}
+}
+
+// registerRun simulates the register workload: clients that load and commit with
+// tokens of their own, concurrently, some commits of unknown outcome.
+func registerRun(seed uint64, nclients, nops int) *history.Run {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	type client struct {
+		name   string
+		next   int64 // time of the next step
+		phase  int   // 0 idle, 1 in flight, 2 linearized
+		inv    history.Event
+		done   history.Event
+		cursor int64
+		tok    int64
+		unsure bool
+	}
+	st := &simStore{bal: map[string]int64{}}
+	s := &sim{cfg: simConfig{}, st: *st}
+	const t0 = 1_700_000_000_000_000_000
+	cs := make([]*client, nclients)
+	for i := range cs {
+		cs[i] = &client{name: fmt.Sprintf("c%d", i+1), next: t0 + rng.Int64N(1000), tok: 1}
+	}
+	var evs []history.Event
+	ops, seq := 0, 0
+	var end int64
+	for ops < nops || slicesAny(cs, func(c *client) bool { return c.phase != 0 }) {
+		c := cs[0]
+		for _, d := range cs {
+			if d.next < c.next {
+				c = d
+			}
+		}
+		now := c.next
+		end = max(end, now)
+		switch c.phase {
+		case 0:
+			if ops >= nops {
+				c.next = 1 << 62
+				continue
+			}
+			seq++
+			ops++
+			c.inv = history.Event{ID: fmt.Sprintf("%s-%d", c.name, seq), Type: history.Invoke, Node: c.name, Time: now, Kind: history.KindLoad}
+			if ops%2 == 0 {
+				c.inv.Kind, c.inv.Token, c.inv.From, c.inv.To = history.KindCommit, c.tok, c.cursor, c.cursor+1
+			}
+			evs = append(evs, c.inv)
+			c.phase, c.next = 1, now+rng.Int64N(400)
+		case 1:
+			c.done = history.Event{ID: c.inv.ID, Type: history.OK, Kind: c.inv.Kind, Node: c.name}
+			c.unsure = c.inv.Kind == history.KindCommit && rng.IntN(15) == 0
+			if c.inv.Kind == history.KindLoad {
+				c.done.Cursor, c.done.Token = s.st.cursor, s.st.maxTok
+				c.cursor, c.tok = s.st.cursor, max(c.tok, s.st.maxTok)+int64(rng.IntN(2))
+			} else if !c.unsure || rng.IntN(2) == 0 {
+				s.now = now
+				s.events = []history.Event{c.inv}
+				if res := s.apply(0); res != "ok" {
+					c.done.Type, c.done.Error = history.Fail, res
+				}
+			}
+			c.phase, c.next = 2, now+rng.Int64N(400)
+		case 2:
+			c.done.Time = now
+			if c.unsure {
+				c.done.Type, c.done.Error = history.Info, "timeout"
+			}
+			evs = append(evs, c.done)
+			c.phase, c.next = 0, now+rng.Int64N(300)
+		}
+	}
+	history.SortByTime(evs)
+	names := make([]string, nclients)
+	for i, c := range cs {
+		names[i] = c.name
+	}
+	return &history.Run{
+		Info:   history.RunInfo{Nodes: names, Workload: "register", Start: t0, HealTime: t0 + 1, End: end + 1, Persistence: true},
+		Events: evs,
+		Store:  &history.Store{Cursor: s.st.cursor, MaxToken: s.st.maxTok, Sink: s.st.sink, Balances: s.st.bal, Audit: s.st.audit},
+	}
+}
+
+func slicesAny[T any](s []T, f func(T) bool) bool {
+	for _, v := range s {
+		if f(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRegisterWorkload(t *testing.T) {
+	run := registerRun(11, 5, 3000)
+	res, err := Check(context.Background(), run, Options{Checks: RegisterChecks(), PieceOps: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		if c.Verdict != Valid {
+			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
+		}
+	}
+	if len(res.Checks) != len(RegisterChecks()) {
+		t.Errorf("%d checks ran, want %d", len(res.Checks), len(RegisterChecks()))
+	}
+	t.Logf("%s", res.Check(CheckLinearizability).Message)
+
+	// A load that returns a cursor one behind: not linearizable.
+	for i := len(run.Events) / 2; i < len(run.Events); i++ {
+		if e := &run.Events[i]; e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 {
+			e.Cursor--
+			break
+		}
+	}
+	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceOps: 200, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Check(CheckLinearizability); c.Verdict != Invalid || c.Visualization == "" || len(c.Offending) == 0 {
+		t.Errorf("corrupted load: %s %s %q %q", c.Verdict, c.Message, c.Offending, c.Visualization)
+	}
+}
+
+// TestSimulatedRunsAgreeWithUncut compares, on whole simulated runs (valid and broken),
+// the checker's linearizability verdict with porcupine's on the uncut history in which
+// every unknown outcome is left open.
+func TestSimulatedRunsAgreeWithUncut(t *testing.T) {
+	ops := 1500
+	if raceEnabled {
+		ops = 400
+	}
+	if v, err := strconv.Atoi(os.Getenv("FENCELINE_UNCUT_OPS")); err == nil {
+		ops = v
+	}
+	runs := map[string]*history.Run{
+		"clean":     newSim(simConfig{Seed: 21, Ops: ops, FaultEvery: 60, Faults: benchFaults}).run(),
+		"no-fence":  newSim(simConfig{Seed: 22, Ops: ops, FaultEvery: 60, NoFence: true, Faults: []string{"pause", "kill"}}).run(),
+		"volatile":  newSim(simConfig{Seed: 23, Ops: ops, FaultEvery: 60, Script: []string{"kill", "pause", "redis-restart-volatile"}}).run(),
+		"no-cursor": newSim(simConfig{Seed: 24, Ops: ops, FaultEvery: 60, NoCursorCheck: true, Faults: []string{"lagging-load", "kill"}}).run(),
+		"register":  registerRun(25, 4, ops),
+		"no-store": func() *history.Run {
+			r := newSim(simConfig{Seed: 26, Ops: ops, FaultEvery: 40, Faults: benchFaults}).run()
+			r.Store = nil
+			return r
+		}(),
+	}
+	for name, run := range runs {
+		p, err := parse(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		whole := porcupine.CheckOperationsTimeout(registerModel(regState{}, nil), toPorcupine(linOps(p)), 5*time.Minute)
+		uncut := time.Since(t0)
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, NoFinalRead: true, PieceOps: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Check(CheckLinearizability)
+		want := map[porcupine.CheckResult]Verdict{porcupine.Ok: Valid, porcupine.Illegal: Invalid, porcupine.Unknown: Unknown}[whole]
+		if whole == porcupine.Unknown {
+			t.Logf("%s: the uncut check did not finish", name)
+			continue
+		}
+		if c.Verdict != want {
+			t.Errorf("%s: uncut porcupine %s, checker %s: %s", name, whole, c.Verdict, c.Message)
+		}
+		t.Logf("%s: %s (%d pieces, %v; uncut %v)", name, c.Verdict, c.Stats["pieces"], res.Duration.Round(time.Millisecond), uncut.Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,68 @@
+// Package checker judges a fenceline run: it reads the histories the nodes recorded,
+// the faults the harness injected and the final state of the store (history.Run), and
+// returns a typed, JSON-serializable Result with a verdict per check. It never imports
+// the code it judges (election, listener) or the code that broke it (nemesis).
+//
+// # What it proves
+//
+// Given that the histories are faithful records (each node writes an invoke before a
+// request and a completion after it, on the host clock), Check establishes:
+//
+//   - linearizability: the loads and commits of every node, taken together, are
+//     linearizable with respect to a fenced cursor register whose state is (cursor,
+//     highest accepted token) and which accepts commit(token, from, to) exactly when
+//     token ≥ highest accepted token and cursor = from. The final store read is
+//     checked as a last load. A commit whose outcome is unknown (info, or no completion)
+//     is resolved from the store's audit stream when the audit says what happened
+//     (accepted; rejected; absent from a complete audit: it never reached the store);
+//     otherwise it stays open-ended (porcupine's Return = MaxInt64) and may or may not
+//     have taken effect. The verdict is porcupine's on the whole history: the history
+//     is cut only at points where no operation is in flight and every linearization of
+//     the prefix ends in the same register state (see forEachCut), the window of an
+//     open-ended commit is only narrowed where the model proves it can no longer take
+//     effect (see boundUnknowns), pieces with no concurrency are decided by replaying
+//     the model, and the other pieces by porcupine. A differential test checks this
+//     against porcupine on uncut histories.
+//   - no stale write: the store never accepted a commit whose token is lower than one
+//     it had accepted before (in the audit's order, and in real time in the histories);
+//   - unique tokens: no token was acquired twice, and every accepted commit carries a
+//     token its own node acquired;
+//   - exactly once: the sink holds events InitialCursor+1..cursor once each, in order,
+//     and the balances equal those the events imply (Options.ExpectedBalances);
+//   - cursor monotonic: the cursor never moves backwards, in the audit's order nor in
+//     real time, and the store never accepted a commit expecting another cursor;
+//   - progress: a commit invoked after the final heal was accepted within a bound;
+//   - audit consistency: the nodes' records of their commits agree with the audit.
+//
+// It also measures, without judging: the leadership terms and the intervals in which
+// two nodes each believed they led; leader changes; fencing rejections; and failover
+// windows per fault kind (see Window for which faults get one).
+//
+// # What it does not prove
+//
+//   - Nothing about operations that were not recorded. A node that loses or invents
+//     history lines is caught only where the audit stream contradicts it.
+//   - The audit stream is the store's own record. The checker trusts it to say whether
+//     an unknown commit took effect; it does not trust it for anything the histories
+//     can show.
+//   - Real-time order is the host clock's. Nodes of one run share one host, so their
+//     timestamps are comparable; a jump of the host's clock during a run would corrupt
+//     the order (the clock fault moves a node's injected clock, not the host's).
+//   - The final store read is assumed to follow every recorded operation (the harness
+//     stops the nodes first); Options.NoFinalRead leaves it out.
+//   - Overlaps of leadership are what the nodes believed, bounded by what they
+//     recorded (a term with no recorded end ends at its last sign of life).
+//   - Failover windows are attributed to faults by a documented rule, not by causality.
+//   - Undecided is not valid: a piece of history too large to check (Options.MaxPieceOps),
+//     a timeout, a cancelled context, or a missing final store read make the verdict
+//     Unknown.
+//
+// # Resources
+//
+// The checking is linear in the history, except for the pieces with concurrency that
+// porcupine checks (its memory grows with the square of a piece's size, hence the
+// cut). A history of a million loads and commits is checked in about a second and a
+// quarter of a gigabyte beyond the history.Run itself on two cores. A history.Run of
+// that size holds about 0.6 GB, and Go's collector lets the heap grow to twice what
+// is live: a process that must stay under a memory budget should set GOMEMLIMIT.
+package checker

@@ -1,0 +1,386 @@
+package checker
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// maxOffending caps CheckResult.Offending.
+const maxOffending = 5
+
+// okByRet returns the indices of the operations answered ok (accepted commits and ok
+// loads), sorted by return time. It is computed once.
+func (p *parsed) okByRet() []int32 {
+	if p.byRet == nil {
+		p.byRet = make([]int32, 0, p.counts.OK)
+		for i := range p.ops {
+			if o := &p.ops[i]; o.out == outOK && o.ret != never {
+				p.byRet = append(p.byRet, int32(i))
+			}
+		}
+		slices.SortStableFunc(p.byRet, func(a, b int32) int { return cmpInt(p.ops[a].ret, p.ops[b].ret) })
+	}
+	return p.byRet
+}
+
+func acceptedCommit(o *op) bool { return o.kind == kCommit && o.out == outOK && !o.final }
+
+// cursorAfter is the cursor an ok operation left: a load's, or a commit's to.
+func (o *op) cursorAfter() int64 {
+	if o.kind == kCommit {
+		return o.b
+	}
+	return o.a
+}
+
+// staleWrite: the store never accepted a commit whose token is lower than one it had
+// already accepted. In the audit stream (the store's own order), and in the histories:
+// a commit acknowledged before another was invoked precedes it in any order.
+func staleWrite(p *parsed) CheckResult {
+	cr := CheckResult{Name: CheckStaleWrite, Verdict: Valid}
+	var bad []string
+	if st := p.run.Store; st != nil {
+		maxTok, at := int64(math.MinInt64), -1
+		for i, a := range st.Audit {
+			if a.Result != "ok" {
+				continue
+			}
+			if a.Token < maxTok {
+				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s accepted with token %d after audit #%d (op %s) accepted token %d",
+					i, a.Node, a.Op, a.Token, at, st.Audit[at].Op, maxTok))
+				continue
+			}
+			maxTok, at = a.Token, i
+		}
+	}
+	byRet := p.okByRet()
+	k, maxTok, at, acked := 0, int64(math.MinInt64), int32(-1), 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		if !acceptedCommit(o) || o.ret == never {
+			continue
+		}
+		acked++
+		for ; k < len(byRet) && p.ops[byRet[k]].ret < o.call; k++ {
+			if q := &p.ops[byRet[k]]; acceptedCommit(q) && q.token > maxTok {
+				maxTok, at = q.token, byRet[k]
+			}
+		}
+		if o.token < maxTok {
+			bad = append(bad, fmt.Sprintf("%s, although %s was acknowledged before it was invoked", p.describe(o), p.describe(&p.ops[at])))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("%d commits accepted with a token lower than one already accepted", len(bad))
+		cr.Offending = capList(bad, maxOffending)
+	case p.run.Store == nil:
+		cr.Verdict = Unknown
+		cr.Message = "no final store read, so no audit stream: the histories show no stale write, but only acknowledged commits were compared"
+	default:
+		cr.Message = fmt.Sprintf("%d audit entries and %d acknowledged commits: every accepted token is at least every token accepted before it",
+			len(p.run.Store.Audit), acked)
+	}
+	return cr
+}
+
+// uniqueTokens: each token was acquired once, by one node, and every accepted commit
+// carries a token that its own node acquired.
+func uniqueTokens(p *parsed) CheckResult {
+	cr := CheckResult{Name: CheckUniqueTokens, Verdict: Valid}
+	type acq struct {
+		node uint16
+		at   int64
+	}
+	owners := map[int64][]acq{}
+	var bad []string
+	maxAcq := int64(0)
+	for _, l := range p.el {
+		if l.kind != history.KindAcquire || l.typ != history.OK {
+			continue
+		}
+		if prev := owners[l.token]; len(prev) > 0 {
+			bad = append(bad, fmt.Sprintf("token %d acquired by %s at %s and again by %s at %s",
+				l.token, p.nodes[prev[0].node], p.t(prev[0].at), p.nodes[l.node], p.t(l.ret)))
+		}
+		owners[l.token] = append(owners[l.token], acq{l.node, l.ret})
+		maxAcq = max(maxAcq, l.token)
+	}
+	checked := 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.kind != kCommit || o.final || !(o.out == outOK || o.res == resApplied) {
+			continue
+		}
+		checked++
+		own := owners[o.token]
+		if !slices.ContainsFunc(own, func(a acq) bool { return a.node == o.node }) {
+			who := "no node acquired it"
+			if len(own) > 0 {
+				who = p.nodes[own[0].node] + " acquired it"
+			}
+			bad = append(bad, fmt.Sprintf("%s: accepted with token %d, but %s", p.describe(o), o.token, who))
+		}
+	}
+	if len(bad) > 0 {
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, or an accepted commit under a token its node did not acquire", len(bad))
+		cr.Offending = capList(bad, maxOffending)
+	} else {
+		cr.Message = fmt.Sprintf("%d tokens acquired, each once; all %d accepted commits carry a token their node acquired", len(owners), checked)
+	}
+	if st := p.run.Store; st != nil && st.TokenCounter < maxAcq {
+		cr.Message += fmt.Sprintf("; the token counter went back: it reads %d after token %d was issued", st.TokenCounter, maxAcq)
+	}
+	return cr
+}
+
+// exactlyOnce: the sink holds events InitialCursor+1..Store.Cursor, each once and in
+// order, and the balances are those the events imply.
+func exactlyOnce(p *parsed, opts Options) CheckResult {
+	cr := CheckResult{Name: CheckExactlyOnce, Verdict: Valid}
+	st := p.run.Store
+	if st == nil {
+		cr.Verdict, cr.Message = Unknown, "no final store read"
+		return cr
+	}
+	lo, hi := opts.InitialCursor+1, st.Cursor
+	var bad []string
+	if hi < lo-1 {
+		bad = append(bad, fmt.Sprintf("the final cursor %d is below the initial cursor %d", hi, opts.InitialCursor))
+	} else if n := hi - lo + 1; n > 1<<28 {
+		bad = append(bad, fmt.Sprintf("the final cursor %d is implausibly far from the initial cursor %d", hi, opts.InitialCursor))
+	} else {
+		seen := make([]uint8, n)
+		var lost, dup, outside []string
+		firstMisplaced := -1
+		for i, id := range st.Sink {
+			if firstMisplaced < 0 && id != lo+int64(i) {
+				firstMisplaced = i
+			}
+			if id < lo || id > hi {
+				outside = append(outside, fmt.Sprintf("event %d at sink position %d is beyond the cursor range %d..%d", id, i, lo, hi))
+				continue
+			}
+			if seen[id-lo] == 1 {
+				dup = append(dup, fmt.Sprintf("event %d applied twice (again at sink position %d)", id, i))
+			}
+			if seen[id-lo] < 255 {
+				seen[id-lo]++
+			}
+		}
+		for i, c := range seen {
+			if c == 0 {
+				lost = append(lost, fmt.Sprintf("event %d lost: below the cursor %d but not in the sink", lo+int64(i), hi))
+			}
+		}
+		bad = append(bad, capList(lost, 3)...)
+		bad = append(bad, capList(dup, 3)...)
+		bad = append(bad, capList(outside, 3)...)
+		if len(bad) == 0 && firstMisplaced >= 0 {
+			bad = append(bad, fmt.Sprintf("events out of order: sink position %d holds event %d, expected %d", firstMisplaced, st.Sink[firstMisplaced], lo+int64(firstMisplaced)))
+		}
+		if len(bad) > 0 {
+			cr.Message = fmt.Sprintf("the sink (%d entries) is not events %d..%d once each in order: %d lost, %d duplicated, %d beyond the cursor",
+				len(st.Sink), lo, hi, len(lost), len(dup), len(outside))
+		}
+	}
+	balances := "balances not checked (no expected balances given)"
+	if opts.ExpectedBalances != nil {
+		want := opts.ExpectedBalances(hi)
+		keys := slices.Sorted(maps.Keys(want))
+		for k := range st.Balances {
+			if _, ok := want[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		var diff []string
+		for _, k := range keys {
+			if got, exp := st.Balances[k], want[k]; got != exp {
+				diff = append(diff, fmt.Sprintf("balance of %q is %d, events %d..%d imply %d", k, got, lo, hi, exp))
+			}
+		}
+		if len(diff) > 0 {
+			bad = append(bad, capList(diff, 3)...)
+			if cr.Message == "" {
+				cr.Message = fmt.Sprintf("%d balances differ from those events %d..%d imply", len(diff), lo, hi)
+			} else {
+				cr.Message += fmt.Sprintf("; %d balances differ", len(diff))
+			}
+		}
+		balances = fmt.Sprintf("%d balances match", len(want))
+	}
+	if len(bad) > 0 {
+		cr.Verdict, cr.Offending = Invalid, capList(bad, 8)
+		return cr
+	}
+	cr.Message = fmt.Sprintf("the sink holds events %d..%d once each, in order; %s", lo, hi, balances)
+	return cr
+}
+
+// cursorMonotonic: the cursor never moves backwards, neither in the store's order (the
+// audit stream's accepted entries) nor in real time (an answered load or commit never
+// finds a cursor below one an operation acknowledged before it was invoked).
+func cursorMonotonic(p *parsed, opts Options) CheckResult {
+	cr := CheckResult{Name: CheckCursorMonotonic, Verdict: Valid}
+	var bad []string
+	if st := p.run.Store; st != nil {
+		cur, at := opts.InitialCursor, -1
+		for i, a := range st.Audit {
+			if a.Result != "ok" {
+				continue
+			}
+			prev := func() string {
+				if at < 0 {
+					return "the initial cursor"
+				}
+				return fmt.Sprintf("audit #%d (op %s)", at, st.Audit[at].Op)
+			}
+			switch {
+			case a.To < cur || a.To < a.From:
+				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s moved the cursor back from %d (%s) to %d", i, a.Node, a.Op, cur, prev(), a.To))
+			case a.From != cur:
+				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s expecting cursor %d was accepted while the cursor was %d (%s)", i, a.Node, a.Op, a.From, cur, prev()))
+			}
+			cur, at = a.To, i
+		}
+	}
+	byRet := p.okByRet()
+	k, maxCur, at, answered := 0, opts.InitialCursor, int32(-1), 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.out != outOK || o.ret == never {
+			continue
+		}
+		answered++
+		for ; k < len(byRet) && p.ops[byRet[k]].ret < o.call; k++ {
+			if c := p.ops[byRet[k]].cursorAfter(); c > maxCur {
+				maxCur, at = c, byRet[k]
+			}
+		}
+		seen := o.a // a load's cursor, or the cursor a commit found
+		if o.kind == kCommit && o.b < o.a {
+			bad = append(bad, fmt.Sprintf("%s: moves the cursor back", p.describe(o)))
+		}
+		if seen < maxCur {
+			prev := "the initial cursor"
+			if at >= 0 {
+				prev = p.describe(&p.ops[at])
+			}
+			bad = append(bad, fmt.Sprintf("%s: found cursor %d after %d was acknowledged by %s", p.describe(o), seen, maxCur, prev))
+		}
+	}
+	if st := p.run.Store; st != nil {
+		for ; k < len(byRet); k++ {
+			if c := p.ops[byRet[k]].cursorAfter(); c > maxCur {
+				maxCur, at = c, byRet[k]
+			}
+		}
+		if st.Cursor < maxCur && at >= 0 {
+			bad = append(bad, fmt.Sprintf("the final store read found cursor %d after %d was acknowledged by %s", st.Cursor, maxCur, p.describe(&p.ops[at])))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("the cursor moved backwards or skipped %d times", len(bad))
+		cr.Offending = capList(bad, maxOffending)
+	case p.run.Store == nil:
+		cr.Verdict = Unknown
+		cr.Message = fmt.Sprintf("no final store read, so no audit stream; %d answered loads and commits never found the cursor behind an acknowledged one", answered)
+	default:
+		cr.Message = fmt.Sprintf("the cursor only moves forward: %d audit entries in the store's order and %d answered loads and commits in real time",
+			len(p.run.Store.Audit), answered)
+	}
+	return cr
+}
+
+// progress: a commit invoked after the final heal is accepted within opts.ProgressBound.
+func progress(p *parsed, opts Options) CheckResult {
+	cr := CheckResult{Name: CheckProgress, Verdict: Valid}
+	info := &p.run.Info
+	heal := info.HealTime
+	if heal == 0 {
+		cr.Verdict = Unknown
+		cr.Message = "the run never reached its final heal"
+		if info.Interrupted != "" {
+			cr.Message += " (interrupted: " + info.Interrupted + ")"
+		}
+		return cr
+	}
+	first := -1
+	for i := range p.ops {
+		o := &p.ops[i]
+		if acceptedCommit(o) && o.call >= heal && o.ret != never && (first < 0 || o.ret < p.ops[first].ret) {
+			first = i
+		}
+	}
+	end := info.End
+	if end == 0 {
+		end = p.end
+	}
+	bound := opts.ProgressBound
+	switch {
+	case first >= 0 && time.Duration(p.ops[first].ret-heal) <= bound:
+		cr.Message = fmt.Sprintf("a commit was accepted %v after the final heal (bound %v)", time.Duration(p.ops[first].ret-heal).Round(time.Millisecond), bound)
+	case first >= 0:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("the first commit after the final heal was accepted %v after it, beyond the bound %v", time.Duration(p.ops[first].ret-heal).Round(time.Millisecond), bound)
+		cr.Offending = []string{p.describe(&p.ops[first])}
+	case info.Interrupted != "":
+		cr.Verdict = Unknown
+		cr.Message = "no commit accepted after the final heal, but the run was interrupted: " + info.Interrupted
+	case time.Duration(end-heal) < bound:
+		cr.Verdict = Unknown
+		cr.Message = fmt.Sprintf("no commit accepted after the final heal, but the run ended %v after it, within the bound %v", time.Duration(end-heal).Round(time.Millisecond), bound)
+	default:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("no commit accepted within %v of the final heal at %s (the run ended %v after it)", bound, p.t(heal), time.Duration(end-heal).Round(time.Millisecond))
+	}
+	return cr
+}
+
+// auditConsistency: the nodes' records of their commits agree with the audit stream.
+func auditConsistency(p *parsed, opts Options) CheckResult {
+	cr := CheckResult{Name: CheckAudit, Verdict: Valid}
+	st := p.run.Store
+	if st == nil {
+		cr.Verdict, cr.Message = Unknown, "no final store read, so no audit stream"
+		return cr
+	}
+	bad := slices.Clone(p.auditIssues)
+	if p.auditComplete {
+		cur, tok, seen := opts.InitialCursor, opts.InitialToken, false
+		for _, a := range st.Audit {
+			if a.Result == "ok" {
+				cur, tok, seen = a.To, a.Token, true
+			}
+		}
+		if seen && (st.Cursor != cur || st.MaxToken != tok) {
+			bad = append(bad, fmt.Sprintf("the final store holds cursor=%d token=%d, but the audit's last accepted entry wrote cursor=%d token=%d", st.Cursor, st.MaxToken, cur, tok))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("%d contradictions between the histories and the audit stream", len(bad))
+		cr.Offending = capList(append(bad, p.auditMissing...), maxOffending)
+	case len(p.auditMissing) > 0 && p.volatile:
+		cr.Verdict = Unknown
+		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream, which a Redis restart without persistence truncated", len(p.auditMissing))
+		cr.Offending = capList(p.auditMissing, maxOffending)
+	case len(p.auditMissing) > 0:
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream", len(p.auditMissing))
+		cr.Offending = capList(p.auditMissing, maxOffending)
+	default:
+		cr.Message = fmt.Sprintf("%d audit entries agree with the %d recorded commits; %d unknown outcomes resolved", len(st.Audit), p.counts.Commits, p.counts.ResolvedByAudit)
+	}
+	return cr
+}

@@ -1,0 +1,495 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// ErrBadHistory is returned (wrapped, with a message naming the problem) when a run's
+// history is malformed or inconsistent, for example a completion without an invoke.
+var ErrBadHistory = errors.New("checker: bad history")
+
+// never is the return time of an operation that never completed.
+const never = math.MaxInt64
+
+type opKind uint8
+
+const (
+	kLoad opKind = iota
+	kCommit
+)
+
+// outcome is what a store operation returned.
+type outcome uint8
+
+const (
+	outOK        outcome = iota // commit accepted, or load returned (cursor, token)
+	outStale                    // commit rejected: stale token
+	outConflict                 // commit rejected: cursor conflict
+	outOtherFail                // failed for another reason: certainly did not happen
+	outUnknown                  // info, or no completion at all
+)
+
+// resolution is what the audit stream says about an operation of unknown outcome.
+type resolution uint8
+
+const (
+	resNone     resolution = iota // not resolved
+	resApplied                    // the audit shows it accepted
+	resRejected                   // the audit shows it rejected
+	resAbsent                     // absent from a complete audit: it never reached the store
+)
+
+// op is a store operation (load or commit): an invoke and its completion.
+type op struct {
+	call, ret int64 // ret is never when there was no completion
+	token     int64 // commit: the writer's token
+	a, b      int64 // commit: from, to; ok load: cursor, token
+	ev        int32 // index of the invoke event in parsed.evs
+	done      int32 // index of the completion event, -1 if none
+	node      uint16
+	kind      opKind
+	out       outcome
+	res       resolution
+	final     bool // the final store read, not a recorded operation
+}
+
+// elOp is an election operation: acquire, renew or release.
+type elOp struct {
+	kind      history.Kind
+	node      uint16
+	call, ret int64
+	typ       history.Type // completion type; Info if there was none
+	token     int64
+	ev        int32
+}
+
+type stepDown struct {
+	node   uint16
+	time   int64
+	token  int64
+	reason string
+}
+
+type fault struct {
+	id, kind, node string
+	inject, heal   int64 // heal 0: never healed
+	failed         bool  // the injection was recorded as failed
+}
+
+// parsed is a run turned into operations.
+type parsed struct {
+	run       *history.Run
+	evs       []history.Event
+	start     int64
+	end       int64 // latest event time
+	nodes     []string
+	nodeIdx   map[string]uint16
+	ops       []op // store operations, in invoke order
+	el        []elOp
+	stepDowns []stepDown
+	faults    []fault
+	counts    OpCounts
+
+	// audit
+	auditOf       map[string]int32 // op id -> first audit entry
+	auditComplete bool
+	volatile      bool     // a Redis restart without persistence happened
+	auditIssues   []string // contradictions between the histories and the audit
+	auditMissing  []string // acknowledged commits missing from the audit
+
+	byRet []int32 // see okByRet
+}
+
+func badf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadHistory}, args...)...)
+}
+
+func sortedByTime(evs []history.Event) []history.Event {
+	if slices.IsSortedFunc(evs, func(a, b history.Event) int { return cmpInt(a.Time, b.Time) }) {
+		return evs
+	}
+	c := slices.Clone(evs)
+	history.SortByTime(c)
+	return c
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// parse turns run into operations and resolves unknown commits from the audit stream.
+func parse(run *history.Run) (*parsed, error) {
+	p := &parsed{run: run, evs: sortedByTime(run.Events), nodeIdx: map[string]uint16{}}
+	for _, n := range run.Info.Nodes {
+		p.node(n)
+	}
+	p.start = run.Info.Start
+	if p.start == 0 && len(p.evs) > 0 {
+		p.start = p.evs[0].Time
+	}
+	if err := p.parseFaults(run.Faults, "faults"); err != nil {
+		return nil, err
+	}
+	type pend struct {
+		el  bool
+		idx int32
+	}
+	nops, nel := 1, 0 // one more op for the final store read
+	for i := range p.evs {
+		if e := &p.evs[i]; e.Type == history.Invoke {
+			switch e.Kind {
+			case history.KindLoad, history.KindCommit:
+				nops++
+			case history.KindAcquire, history.KindRenew, history.KindRelease:
+				nel++
+			}
+		}
+	}
+	p.ops, p.el = make([]op, 0, nops), make([]elOp, 0, nel)
+	pending := map[string]pend{}
+	var faultEvs []history.Event
+	for i := range p.evs {
+		e := &p.evs[i]
+		if err := e.Validate(); err != nil {
+			return nil, badf("event %d (id %q): %v", i, e.ID, err)
+		}
+		p.end = max(p.end, e.Time)
+		switch e.Kind {
+		case history.KindFault:
+			faultEvs = append(faultEvs, *e)
+			continue
+		case history.KindStepDown:
+			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason})
+			p.counts.StepDowns++
+			continue
+		}
+		if e.Type == history.Invoke {
+			if _, dup := pending[e.ID]; dup {
+				return nil, badf("%s %s invoked twice with id %q (second at %s) before completing", e.Node, e.Kind, e.ID, p.t(e.Time))
+			}
+			n := p.node(e.Node)
+			switch e.Kind {
+			case history.KindLoad, history.KindCommit:
+				o := op{call: e.Time, ret: never, ev: int32(i), done: -1, node: n, out: outUnknown}
+				if e.Kind == history.KindCommit {
+					o.kind, o.token, o.a, o.b = kCommit, e.Token, e.From, e.To
+				}
+				pending[e.ID] = pend{idx: int32(len(p.ops))}
+				p.ops = append(p.ops, o)
+			default:
+				pending[e.ID] = pend{el: true, idx: int32(len(p.el))}
+				p.el = append(p.el, elOp{kind: e.Kind, node: n, call: e.Time, ret: never, typ: history.Info, token: e.Token, ev: int32(i)})
+			}
+			continue
+		}
+		pd, ok := pending[e.ID]
+		if !ok {
+			return nil, badf("completion without invoke: %s %s %s id %q at %s", e.Node, e.Kind, e.Type, e.ID, p.t(e.Time))
+		}
+		delete(pending, e.ID)
+		var inv *history.Event
+		if pd.el {
+			inv = &p.evs[p.el[pd.idx].ev]
+		} else {
+			inv = &p.evs[p.ops[pd.idx].ev]
+		}
+		if inv.Kind != e.Kind || inv.Node != e.Node {
+			return nil, badf("id %q: invoked as %s %s, completed as %s %s at %s", e.ID, inv.Node, inv.Kind, e.Node, e.Kind, p.t(e.Time))
+		}
+		if pd.el {
+			l := &p.el[pd.idx]
+			l.ret, l.typ = e.Time, e.Type
+			if e.Token != 0 {
+				l.token = e.Token
+			}
+			continue
+		}
+		o := &p.ops[pd.idx]
+		o.ret, o.done = e.Time, int32(i)
+		switch e.Type {
+		case history.OK:
+			o.out = outOK
+			if o.kind == kLoad {
+				o.a, o.b = e.Cursor, e.Token
+			}
+		case history.Fail:
+			o.out = outOtherFail
+			if o.kind == kCommit {
+				switch e.Error {
+				case history.ErrStaleToken:
+					o.out = outStale
+				case history.ErrCursorConflict:
+					o.out = outConflict
+				}
+			}
+		case history.Info:
+			o.out = outUnknown
+			o.ret = never // the outcome may lie anywhere in the future
+		}
+	}
+	if err := p.parseFaults(faultEvs, "histories"); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(p.faults, func(a, b fault) int { return cmpInt(a.inject, b.inject) })
+	p.count()
+	p.resolve()
+	return p, nil
+}
+
+func (p *parsed) node(name string) uint16 {
+	if i, ok := p.nodeIdx[name]; ok {
+		return i
+	}
+	i := uint16(len(p.nodes))
+	p.nodes = append(p.nodes, name)
+	p.nodeIdx[name] = i
+	return i
+}
+
+// parseFaults pairs fault events: invoke = injected, a later ok or info = healed (an
+// info right after the invoke says the injection failed, perhaps half way; the harness
+// still heals it later).
+func (p *parsed) parseFaults(evs []history.Event, where string) error {
+	open := map[string]int{}
+	for i, e := range sortedByTime(evs) {
+		if err := e.Validate(); err != nil {
+			return badf("%s: fault event %d (id %q): %v", where, i, e.ID, err)
+		}
+		if e.Kind != history.KindFault {
+			return badf("%s: event %q of kind %s among the faults", where, e.ID, e.Kind)
+		}
+		if e.Type == history.Invoke {
+			if _, dup := open[e.ID]; dup {
+				return badf("fault %q injected twice", e.ID)
+			}
+			open[e.ID] = len(p.faults)
+			p.faults = append(p.faults, fault{id: e.ID, kind: e.Fault, node: e.Node, inject: e.Time})
+			continue
+		}
+		j, ok := open[e.ID]
+		if !ok {
+			return badf("fault %q (%s on %s) healed at %s but never injected", e.ID, e.Fault, e.Node, p.t(e.Time))
+		}
+		f := &p.faults[j]
+		if e.Type == history.Fail {
+			f.failed = true
+		}
+		f.heal = e.Time
+	}
+	return nil
+}
+
+func (p *parsed) count() {
+	c := &p.counts
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.kind == kLoad {
+			c.Loads++
+		} else {
+			c.Commits++
+		}
+		switch o.out {
+		case outOK:
+			c.OK++
+		case outUnknown:
+			c.Unknown++
+			if o.kind == kCommit {
+				c.UnknownCommits++
+			}
+		default:
+			c.Fail++
+		}
+	}
+	for _, l := range p.el {
+		switch l.kind {
+		case history.KindAcquire:
+			c.Acquires++
+		case history.KindRenew:
+			c.Renews++
+		case history.KindRelease:
+			c.Releases++
+		}
+		switch l.typ {
+		case history.OK:
+			c.OK++
+		case history.Fail:
+			c.Fail++
+		default:
+			c.Unknown++
+		}
+	}
+	c.Total = len(p.ops) + len(p.el)
+	for _, f := range p.faults {
+		if !f.failed {
+			c.Faults++
+		}
+	}
+}
+
+// resolve matches commits with the audit stream, notes contradictions, and resolves
+// unknown outcomes. "Absent from the audit" means "never reached the store" only when
+// the audit is complete: the final read happened, no Redis restart without persistence
+// could have dropped entries, and every commit a node saw answered is there.
+func (p *parsed) resolve() {
+	st := p.run.Store
+	if st == nil {
+		return
+	}
+	for _, f := range p.faults {
+		if !f.failed && (f.kind == "redis-restart-volatile" || (strings.HasPrefix(f.kind, "redis-restart") && !p.run.Info.Persistence)) {
+			p.volatile = true
+		}
+	}
+	p.auditOf = make(map[string]int32, len(st.Audit))
+	for i, a := range st.Audit {
+		if j, dup := p.auditOf[a.Op]; dup {
+			p.auditIssues = append(p.auditIssues, fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
+				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result))
+			continue
+		}
+		p.auditOf[a.Op] = int32(i)
+	}
+	matched := make([]bool, len(st.Audit))
+	missing := 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.kind != kCommit {
+			continue
+		}
+		id := p.evs[o.ev].ID
+		j, found := p.auditOf[id]
+		if !found {
+			if o.out == outOK || o.out == outStale || o.out == outConflict {
+				missing++
+				p.auditMissing = append(p.auditMissing, fmt.Sprintf("%s: answered, but absent from the audit stream", p.describe(o)))
+			}
+			continue
+		}
+		if matched[j] {
+			p.auditIssues = append(p.auditIssues, fmt.Sprintf("operation id %s is used by two commits", id))
+			continue
+		}
+		matched[j] = true
+		a := &st.Audit[j]
+		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] {
+			p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
+				p.describe(o), j, a.Node, a.Token, a.From, a.To))
+		}
+		want := ""
+		switch o.out {
+		case outOK:
+			want = "ok"
+		case outStale:
+			want = history.ErrStaleToken
+		case outConflict:
+			want = history.ErrCursorConflict
+		case outOtherFail:
+			if a.Result == "ok" {
+				p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: recorded as failed, but audit #%d shows it accepted", p.describe(o), j))
+			}
+		}
+		if want != "" && a.Result != want {
+			p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: audit #%d shows %s", p.describe(o), j, a.Result))
+		}
+	}
+	for j, a := range st.Audit {
+		if !matched[j] {
+			if k := p.auditOf[a.Op]; int(k) != j {
+				continue // a second processing, reported above
+			}
+			p.auditIssues = append(p.auditIssues, fmt.Sprintf("audit #%d (op %s, %s token=%d %d→%d: %s) matches no recorded commit",
+				j, a.Op, a.Node, a.Token, a.From, a.To, a.Result))
+		}
+	}
+	p.auditComplete = !p.volatile && missing == 0
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.kind != kCommit || o.out != outUnknown {
+			continue
+		}
+		if j, found := p.auditOf[p.evs[o.ev].ID]; found {
+			if st.Audit[j].Result == "ok" {
+				o.res = resApplied
+			} else {
+				o.res = resRejected
+			}
+		} else if p.auditComplete {
+			o.res = resAbsent
+		}
+		if o.res != resNone {
+			p.counts.ResolvedByAudit++
+		}
+	}
+}
+
+// t formats a time relative to the run's start.
+func (p *parsed) t(ns int64) string {
+	if ns == never {
+		return "∞"
+	}
+	return "t+" + time.Duration(ns-p.start).Round(time.Microsecond).String()
+}
+
+// describe says what an operation was, for a human.
+func (p *parsed) describe(o *op) string {
+	if o.final {
+		return fmt.Sprintf("final store read: cursor=%d token=%d", o.a, o.b)
+	}
+	e := &p.evs[o.ev]
+	var b strings.Builder
+	if o.kind == kLoad {
+		fmt.Fprintf(&b, "%s load %s", e.Node, e.ID)
+	} else {
+		fmt.Fprintf(&b, "%s commit %s token=%d %d→%d", e.Node, e.ID, o.token, o.a, o.b)
+	}
+	b.WriteString(": ")
+	switch o.out {
+	case outOK:
+		if o.kind == kLoad {
+			fmt.Fprintf(&b, "cursor=%d token=%d", o.a, o.b)
+		} else {
+			b.WriteString("accepted")
+		}
+	case outStale:
+		b.WriteString("rejected " + history.ErrStaleToken)
+	case outConflict:
+		b.WriteString("rejected " + history.ErrCursorConflict)
+	case outOtherFail:
+		b.WriteString("failed")
+		if o.done >= 0 && p.evs[o.done].Error != "" {
+			b.WriteString(" (" + p.evs[o.done].Error + ")")
+		}
+	case outUnknown:
+		b.WriteString("unknown")
+		if o.done < 0 {
+			b.WriteString(" (no completion)")
+		}
+		switch o.res {
+		case resApplied:
+			b.WriteString(", audit: accepted")
+		case resRejected:
+			b.WriteString(", audit: rejected")
+		case resAbsent:
+			b.WriteString(", audit: never reached the store")
+		}
+	}
+	end := o.ret
+	if o.done >= 0 {
+		end = p.evs[o.done].Time
+	}
+	fmt.Fprintf(&b, " [%s, %s]", p.t(o.call), p.t(end))
+	return b.String()
+}
