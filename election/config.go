@@ -1,0 +1,147 @@
+package election
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// DefaultLeaseTTL is the LeaseTTL used when Config.LeaseTTL is zero. The other timings
+// default to fractions of the LeaseTTL in use (see Config).
+const DefaultLeaseTTL = 2 * time.Second
+
+// Divisors of the derived defaults.
+const (
+	renewDivisor   = 3  // RenewInterval = LeaseTTL/3
+	driftDivisor   = 20 // DriftMargin = LeaseTTL/20: tolerates a 5% clock-rate difference
+	retryDivisor   = 4  // RetryInterval = LeaseTTL/4 (500ms with the default lease)
+	requestDivisor = 2  // RequestTimeout = RenewInterval/2
+)
+
+// Config configures an Elector. Zero fields take the documented default; New validates the
+// result across fields and returns a *ConfigError (wrapping ErrInvalidConfig) if it is
+// inconsistent.
+type Config struct {
+	// InstanceID names this elector in the lock value, in logs and in the history. It must
+	// be unique among the electors of one Name and stable across restarts of the same node.
+	// Required.
+	InstanceID string
+
+	// Name is the election's name: every key is prefixed with the hash tag "{Name}:"
+	// (see LockKey, TokenKey, ReleaseChannel). It must not contain '{' or '}'.
+	// Default: DefaultName ("fenceline").
+	Name string
+
+	// LeaseTTL is the lease's time to live in Redis, set by every acquire and renewal
+	// (SET PX / PEXPIRE), so it must be a whole number of milliseconds. It bounds how long
+	// the lease outlives a leader that stopped renewing. Default: 2s.
+	LeaseTTL time.Duration
+
+	// RenewInterval is the time between the send times of consecutive renewals (one is in
+	// flight at a time; a renewal slower than this delays the next). Must be less than
+	// LeaseTTL. Default: LeaseTTL/3.
+	RenewInterval time.Duration
+
+	// DriftMargin is subtracted from the local lease deadline: the leader steps down at
+	// (send time of the last successful acquire or renew) + LeaseTTL - DriftMargin on its
+	// own monotonic clock. It absorbs a clock-rate difference between this process and
+	// Redis of up to DriftMargin/LeaseTTL. Must be less than LeaseTTL - RenewInterval, so
+	// at least one renewal is sent before the deadline. Default: LeaseTTL/20.
+	DriftMargin time.Duration
+
+	// RetryInterval bounds how long a standby waits between acquire attempts when no
+	// release notice arrives (it waits less when the lease's remaining PTTL is shorter),
+	// and how long a node waits after an acquire error. Must be at most LeaseTTL.
+	// Default: LeaseTTL/4 (500ms with the default lease).
+	RetryInterval time.Duration
+
+	// RequestTimeout is the deadline of each acquire, renew and release request, and of the
+	// final release after Run's ctx is done. Must be less than RenewInterval.
+	// Default: RenewInterval/2.
+	RequestTimeout time.Duration
+
+	// Clock measures the lease. Default: the system clock (monotonic readings and
+	// runtime timers). Chaos runs inject a skewed one.
+	Clock Clock
+
+	// Logger receives the structured events became-leader, lost-leadership, renew-failed,
+	// released, release-failed and acquire-failed (constant messages; data in
+	// attributes). Default: discard.
+	Logger *slog.Logger
+
+	// Metrics receives the election's Prometheus metrics (see NewMetrics).
+	// Default: nil, no metrics.
+	Metrics *Metrics
+
+	// Recorder is told about every request before it is sent and about its outcome, and
+	// about every local step-down (see Recorder). Default: records nothing.
+	Recorder Recorder
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.LeaseTTL / renewDivisor
+	}
+	if c.DriftMargin == 0 {
+		c.DriftMargin = c.LeaseTTL / driftDivisor
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = c.LeaseTTL / retryDivisor
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = c.RenewInterval / requestDivisor
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Recorder == nil {
+		c.Recorder = nopRecorder{}
+	}
+	return c
+}
+
+// validate checks a config that has its defaults applied.
+func (c Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.InstanceID == "":
+		return bad("InstanceID", "required")
+	case strings.ContainsAny(c.Name, "{}"):
+		return bad("Name", "%q must not contain '{' or '}' (it is the keys' hash tag)", c.Name)
+	case c.LeaseTTL < time.Millisecond:
+		return bad("LeaseTTL", "%v must be at least 1ms", c.LeaseTTL)
+	case c.LeaseTTL%time.Millisecond != 0:
+		return bad("LeaseTTL", "%v must be a whole number of milliseconds (Redis PX)", c.LeaseTTL)
+	case c.RenewInterval <= 0:
+		return bad("RenewInterval", "%v must be positive", c.RenewInterval)
+	case c.RenewInterval >= c.LeaseTTL:
+		return bad("RenewInterval", "%v must be less than LeaseTTL (%v)", c.RenewInterval, c.LeaseTTL)
+	case c.DriftMargin < 0:
+		return bad("DriftMargin", "%v must not be negative", c.DriftMargin)
+	case c.DriftMargin >= c.LeaseTTL-c.RenewInterval:
+		return bad("DriftMargin", "%v must be less than LeaseTTL - RenewInterval (%v - %v)",
+			c.DriftMargin, c.LeaseTTL, c.RenewInterval)
+	case c.RetryInterval <= 0:
+		return bad("RetryInterval", "%v must be positive", c.RetryInterval)
+	case c.RetryInterval > c.LeaseTTL:
+		return bad("RetryInterval", "%v must be at most LeaseTTL (%v)", c.RetryInterval, c.LeaseTTL)
+	case c.RequestTimeout <= 0:
+		return bad("RequestTimeout", "%v must be positive", c.RequestTimeout)
+	case c.RequestTimeout >= c.RenewInterval:
+		return bad("RequestTimeout", "%v must be less than RenewInterval (%v)", c.RequestTimeout, c.RenewInterval)
+	}
+	return nil
+}

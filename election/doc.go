@@ -1,0 +1,66 @@
+// Package election elects one leader among several instances with a lease in Redis, and
+// gives every term a fencing token.
+//
+// # Protocol
+//
+// All keys of an election share the Redis Cluster hash tag "{name}" (name defaults to
+// "fenceline"):
+//
+//	{name}:lock      the lease: "<instance>:<token>", with a TTL of LeaseTTL
+//	{name}:token     the token counter, INCRed once per won election, never expires
+//	{name}:released  pub/sub channel; a release publishes the released lock value
+//
+// Each step is one Lua script, sent once (never retried):
+//
+//   - acquire: SET lock "<instance>:<token>" NX PX LeaseTTL and, only if that succeeded,
+//     INCR the counter (token is the counter's next value). A lease that is held is left
+//     alone; the script returns its value and PTTL.
+//   - renew: PEXPIRE lock LeaseTTL if lock still holds this term's value.
+//   - release: DEL lock and PUBLISH the value if lock still holds this term's value.
+//
+// The leader keeps a local lease deadline on its monotonic clock: the Clock reading taken
+// before the last successful acquire or renew was sent, plus LeaseTTL - DriftMargin. When
+// that passes without a newer successful renewal it steps down on its own (the term's
+// context is cancelled), whether or not Redis answers; a renewal that Redis rejects ends
+// the term at once. Standbys stay connected and subscribed: a graceful release wakes them
+// within a round trip; otherwise they retry when the lease's PTTL runs out or after
+// RetryInterval, whichever is sooner.
+//
+// # What it guarantees
+//
+//   - Tokens strictly increase: every term's token is greater than every token the counter
+//     issued before it. A token is issued to one acquire only. This holds as long as the
+//     counter survives, i.e. Redis runs with an append-only file and does not fail over to
+//     a replica that lost writes; without persistence a restarted Redis issues tokens again.
+//   - Local step-down: a leader's term context is cancelled no later than LeaseTTL -
+//     DriftMargin after the send time of its last successful acquire or renewal, as
+//     measured by its Clock (plus the scheduling delay of one timer). Redis expires the
+//     lease at least LeaseTTL after it executed that request, which was after it was sent,
+//     so while this process's clock and Redis's run at rates within DriftMargin/LeaseTTL of
+//     each other, the leader has stepped down before anyone else can acquire.
+//   - Renewal and release act only on this term's own lock value: they never extend or
+//     delete a lease that another term holds.
+//
+// # What it does not guarantee
+//
+// Mutual exclusion. A process paused (GC, SIGSTOP, a frozen VM) past its deadline, a
+// clock that jumps or runs slow, a delayed packet or a Redis failover can each let two
+// instances believe they lead at once, and lead keeps running until it notices that its
+// context is cancelled. That is what the fencing token is for: pass Term.Token with every
+// write, and have the store itself reject a write whose token is lower than one it has
+// already accepted. The elector gives each term a distinct, increasing token; only the
+// store can make a stale leader harmless.
+//
+// # Redis client
+//
+// Build the client with MaxRetries: -1 (see ClientOptions and NewClient). go-redis
+// re-sends a timed-out command by default, and a silently re-sent acquire, renew or release
+// corrupts the history that Recorder keeps: one invoke would stand for two executions.
+//
+// # Observability
+//
+// Logs (Config.Logger, silent by default) use constant messages — became-leader,
+// lost-leadership, renew-failed, released, release-failed, acquire-failed — with the data
+// in attributes (token, reason, error). Metrics are injected (NewMetrics) and Recorder
+// sees every request with its outcome: ok, fail, or unknown.
+package election

@@ -1,0 +1,40 @@
+package election
+
+import "errors"
+
+// Sentinel errors. Functions wrap them with %w; test them with errors.Is.
+var (
+	// ErrInvalidConfig is wrapped by every *ConfigError that New returns.
+	ErrInvalidConfig = errors.New("election: invalid config")
+	// ErrRunning is returned by Run when another Run of the same Elector has not returned.
+	ErrRunning = errors.New("election: already running")
+	// ErrLeaseHeld is the Recorder error of an acquire that found the lease held (by
+	// another instance, or by an earlier term of this one).
+	ErrLeaseHeld = errors.New("election: lease held")
+	// ErrNotHeld is the Recorder error of a renew or release that found the lock no longer
+	// holding this term's value, and the cause of a term context ended by such a renew.
+	ErrNotHeld = errors.New("election: lease not held by this term")
+	// ErrLeaseExpired is the cause of a term context ended because the local lease
+	// deadline passed without a successful renewal.
+	ErrLeaseExpired = errors.New("election: local lease deadline passed")
+	// ErrLeadReturned is the cause of a term context ended because lead returned on its
+	// own while the term was still valid.
+	ErrLeadReturned = errors.New("election: lead returned")
+	// ErrMalformedLock is returned for a lock value that is not "<instance>:<token>".
+	ErrMalformedLock = errors.New("election: malformed lock value")
+	// ErrUnexpectedReply is returned when a script's reply does not have the expected shape.
+	ErrUnexpectedReply = errors.New("election: unexpected reply from redis")
+)
+
+// ConfigError reports an invalid Config field. errors.Is(err, ErrInvalidConfig) holds.
+type ConfigError struct {
+	Field  string // the offending field, e.g. "RenewInterval"
+	Reason string // what is wrong, with the values involved
+}
+
+func (e *ConfigError) Error() string {
+	return ErrInvalidConfig.Error() + ": " + e.Field + ": " + e.Reason
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }

@@ -1,0 +1,57 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+func ExampleLockKey() {
+	fmt.Println(election.LockKey(""), election.TokenKey(""), election.ReleaseChannel(""))
+	fmt.Println(election.LockKey("ledger"), election.LockValue("node-1", 7))
+	// Output:
+	// {fenceline}:lock {fenceline}:token {fenceline}:released
+	// {ledger}:lock node-1:7
+}
+
+func ExampleElector_Run() {
+	dir, err := os.MkdirTemp("", "election-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Kill()
+
+	client := election.NewClient(srv.Addr()) // MaxRetries: -1
+	defer client.Close()
+	e, err := election.New(client, election.Config{InstanceID: "node-1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	err = e.Run(ctx, func(ctx context.Context, t election.Term) {
+		fmt.Println("leading with token", t.Token)
+		// Write to the fenced store with t.Token until ctx is done. Here: stop at once.
+		cancel()
+		<-ctx.Done()
+	})
+	fmt.Println("Run returned", err)
+
+	info, err := election.Leader(context.Background(), client, "")
+	fmt.Println("held:", info.Held, "counter:", info.Counter, err)
+	// Output:
+	// leading with token 1
+	// Run returned <nil>
+	// held: false counter: 1 <nil>
+}

@@ -1,0 +1,80 @@
+package election
+
+// Op names an election request that a Recorder is told about.
+type Op string
+
+// Requests. The history kinds of the same names map one to one.
+const (
+	OpAcquire Op = "acquire" // SET NX PX + INCR of the token counter
+	OpRenew   Op = "renew"   // compare-and-PEXPIRE
+	OpRelease Op = "release" // compare-and-DEL + PUBLISH
+)
+
+// Outcome is what a request came to.
+type Outcome string
+
+// Outcomes, as in Jepsen's ok / fail / info.
+const (
+	// OK: it happened (an acquire obtained Result.Token; a renew extended the lease; a
+	// release deleted the lock and published the notice).
+	OK Outcome = "ok"
+	// Fail: it certainly did not happen. Result.Err is ErrLeaseHeld (acquire) or
+	// ErrNotHeld (renew, release): Redis answered and the lock was not ours.
+	Fail Outcome = "fail"
+	// Unknown: no answer (timeout, connection error, or an error reply). It may have
+	// happened: a lost acquire reply may have issued a token. Result.Err says why.
+	Unknown Outcome = "unknown"
+)
+
+// Result is the outcome of a recorded request.
+type Result struct {
+	Outcome Outcome
+	// Token is the token obtained by an OK acquire (0 otherwise), and the term's token for
+	// renew and release.
+	Token int64
+	// Err is nil for OK, ErrLeaseHeld or ErrNotHeld for Fail, the cause for Unknown.
+	Err error
+}
+
+// Reason says why a term ended. It is the "reason" attribute of lost-leadership, the label
+// of the leadership-losses metric and the reason recorded by Recorder.StepDown.
+type Reason string
+
+// Reasons a term ends.
+const (
+	// ReasonLeaseExpired: the local deadline passed without a successful renewal.
+	ReasonLeaseExpired Reason = "lease-expired"
+	// ReasonRenewRejected: Redis answered a renewal with "the lock is not ours".
+	ReasonRenewRejected Reason = "renew-rejected"
+	// ReasonShutdown: Run's ctx is done. The lease is then released.
+	ReasonShutdown Reason = "shutdown"
+	// ReasonLeadReturned: lead returned on its own. The lease is then released and the
+	// elector waits RetryInterval before campaigning again, so a standby can take over.
+	ReasonLeadReturned Reason = "lead-returned"
+)
+
+// Recorder records every election step, for the history that the checker reads.
+//
+// The elector calls Invoke just before it sends a request, from the goroutine that sends
+// it, and calls the returned function exactly once with the outcome (also when the term
+// has already ended). Requests of one Elector never overlap: each completes before the
+// next is invoked. StepDown records the local decision to stop leading, which sends no
+// request; it is called when the term's context is cancelled, before any release.
+//
+// Both run on the lease's critical path: they must not block for long.
+//
+// In fenceline's history format an Invoke is an invoke event of the op's kind, OK an ok
+// event (with the acquired token), Fail a fail event with error "not-held", Unknown an
+// info event, and StepDown a step-down event (type info, no invoke) with the reason.
+type Recorder interface {
+	// Invoke is called before op is sent. token is 0 for acquire and the term's token for
+	// renew and release.
+	Invoke(op Op, token int64) (complete func(Result))
+	// StepDown records that the term with token ended for reason.
+	StepDown(token int64, reason Reason)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Invoke(Op, int64) func(Result) { return func(Result) {} }
+func (nopRecorder) StepDown(int64, Reason)        {}

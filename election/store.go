@@ -1,0 +1,215 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// store is what the elector needs from Redis. The Redis implementation is redisStore;
+// unit tests plug in an in-memory one.
+type store interface {
+	// acquire runs the acquire script once (never re-sent).
+	acquire(ctx context.Context, instance string, ttl time.Duration) (acquireReply, error)
+	// renew extends the lease if the lock holds value; ok is false if it does not.
+	renew(ctx context.Context, value string, ttl time.Duration) (ok bool, err error)
+	// release deletes the lock and publishes value if the lock holds value.
+	release(ctx context.Context, value string) (ok bool, err error)
+	// subscribe starts listening for release notices. It returns once subscribed, or once
+	// ctx is done (the subscription then keeps trying in the background).
+	subscribe(ctx context.Context) subscription
+}
+
+type acquireReply struct {
+	won    bool
+	token  int64         // if won
+	holder string        // lock value found, if not won
+	pttl   time.Duration // remaining TTL of the lock found, if not won; < 0 if none
+}
+
+// subscription delivers release notices, coalesced: a receive means "at least one notice
+// since the last receive".
+type subscription interface {
+	C() <-chan struct{}
+	// Close ends the subscription and waits for its goroutine.
+	Close()
+}
+
+// Lua scripts. Each touches only keys under one hash tag. Time stands still inside a
+// script, so each one is a single atomic step.
+var (
+	// KEYS: lock, counter. ARGV: instance, ttl (ms). SET NX PX of "<instance>:<token>"
+	// where token is the counter's next value, and INCR of the counter only if the SET
+	// succeeded. Returns {1, token} or {0, holder, pttl}.
+	acquireScript = redis.NewScript(`
+local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'NX', 'PX', ARGV[2]) then
+  redis.call('INCR', KEYS[2]) -- = token: nothing runs between the GET and here
+  return {1, token}
+end
+return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
+`)
+	// KEYS: lock. ARGV: value, ttl (ms). Returns 1 if extended, 0 if not ours.
+	renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+	// KEYS: lock. ARGV: value, channel. Returns 1 if released, 0 if not ours.
+	releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[1])
+  return 1
+end
+return 0
+`)
+	// KEYS: lock, counter. Returns {value or '', pttl, counter or '0'}.
+	infoScript = redis.NewScript(`
+return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}
+`)
+)
+
+type redisStore struct {
+	c       redis.UniversalClient
+	lock    string
+	token   string
+	channel string
+	timeout time.Duration // bounds the wait for the subscription's confirmation
+}
+
+func newRedisStore(c redis.UniversalClient, name string, timeout time.Duration) *redisStore {
+	return &redisStore{c: c, lock: LockKey(name), token: TokenKey(name), channel: ReleaseChannel(name), timeout: timeout}
+}
+
+func (s *redisStore) acquire(ctx context.Context, instance string, ttl time.Duration) (acquireReply, error) {
+	// Script.Run falls back from EVALSHA to EVAL only on NOSCRIPT, which Redis answers
+	// without running anything: that is not a re-send.
+	v, err := acquireScript.Run(ctx, s.c, []string{s.lock, s.token}, instance, ttl.Milliseconds()).Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	bad := fmt.Errorf("%w: acquire: %v", ErrUnexpectedReply, v)
+	if len(v) < 2 {
+		return acquireReply{}, bad
+	}
+	won, ok1 := v[0].(int64)
+	if ok1 && won == 1 {
+		token, ok := v[1].(int64)
+		if !ok {
+			return acquireReply{}, bad
+		}
+		return acquireReply{won: true, token: token}, nil
+	}
+	if len(v) != 3 {
+		return acquireReply{}, bad
+	}
+	holder, ok2 := v[1].(string)
+	pttl, ok3 := v[2].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return acquireReply{}, bad
+	}
+	r := acquireReply{holder: holder, pttl: -1}
+	if pttl >= 0 {
+		r.pttl = time.Duration(pttl) * time.Millisecond
+	}
+	return r, nil
+}
+
+func (s *redisStore) renew(ctx context.Context, value string, ttl time.Duration) (bool, error) {
+	n, err := renewScript.Run(ctx, s.c, []string{s.lock}, value, ttl.Milliseconds()).Int64()
+	return n == 1, err
+}
+
+func (s *redisStore) release(ctx context.Context, value string) (bool, error) {
+	n, err := releaseScript.Run(ctx, s.c, []string{s.lock}, value, s.channel).Int64()
+	return n == 1, err
+}
+
+func (s *redisStore) subscribe(ctx context.Context) subscription {
+	ps := s.c.Subscribe(ctx, s.channel)
+	// Wait (bounded) for the confirmation, so that a standby is subscribed before its
+	// first acquire attempt. On failure go-redis keeps reconnecting in the background.
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	_, _ = ps.ReceiveTimeout(rctx, s.timeout)
+	cancel()
+	sub := &redisSub{ps: ps, c: make(chan struct{}, 1), done: make(chan struct{})}
+	msgs := ps.Channel()
+	go func() {
+		defer close(sub.done)
+		// Drain go-redis's channel at once, coalescing into ours: a full go-redis channel
+		// would block its reader and log.
+		for range msgs {
+			select {
+			case sub.c <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return sub
+}
+
+type redisSub struct {
+	ps   *redis.PubSub
+	c    chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func (s *redisSub) C() <-chan struct{} { return s.c }
+
+func (s *redisSub) Close() {
+	s.once.Do(func() { _ = s.ps.Close() })
+	<-s.done // Close closes msgs, which ends the goroutine
+}
+
+// Info is the state of an election as read from Redis by Leader.
+type Info struct {
+	// Held reports whether the lock exists. Instance, Token and TTL describe it if so.
+	Held     bool
+	Instance string
+	Token    int64
+	// TTL is the lock's remaining time to live as Redis reported it (PTTL), truncated to
+	// milliseconds; -1 if the lock has no expiry (never set by this package).
+	TTL time.Duration
+	// Counter is the token counter: the last token issued (0 if none ever was).
+	Counter int64
+}
+
+// Leader reads the current lock holder and the token counter of election name
+// (DefaultName if empty) in one atomic script. It blocks for one round trip. It returns an
+// error wrapping ErrMalformedLock if the lock holds something that is not a lock value.
+func Leader(ctx context.Context, c redis.UniversalClient, name string) (Info, error) {
+	v, err := infoScript.Run(ctx, c, []string{LockKey(name), TokenKey(name)}).Slice()
+	if err != nil {
+		return Info{}, fmt.Errorf("election: leader: %w", err)
+	}
+	if len(v) != 3 {
+		return Info{}, fmt.Errorf("%w: leader: %v", ErrUnexpectedReply, v)
+	}
+	value, ok1 := v[0].(string)
+	pttl, ok2 := v[1].(int64)
+	counter, ok3 := v[2].(string)
+	if !ok1 || !ok2 || !ok3 {
+		return Info{}, fmt.Errorf("%w: leader: %v", ErrUnexpectedReply, v)
+	}
+	var info Info
+	if info.Counter, err = strconv.ParseInt(counter, 10, 64); err != nil {
+		return Info{}, fmt.Errorf("%w: token counter %q", ErrUnexpectedReply, counter)
+	}
+	if value == "" {
+		return info, nil
+	}
+	info.Held = true
+	info.TTL = time.Duration(pttl) * time.Millisecond
+	if pttl < 0 {
+		info.TTL = -1
+	}
+	info.Instance, info.Token, err = ParseLockValue(value)
+	return info, err
+}
