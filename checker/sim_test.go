@@ -423,6 +423,6 @@ func writeRun(tb testing.TB, run *history.Run, dir string) {
 		must(f.Close())
 	}
 	if run.Store != nil {
-		must(history.WriteJSON(filepath.Join(dir, history.StoreFile), run.Store))
+		must(history.WriteStore(dir, run.Store))
 	}
 }

@@ -307,7 +307,7 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 	st, err := ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("final read: %w", err))
-	} else if err := history.WriteJSON(filepath.Join(r.cfg.Dir, history.StoreFile), st); err != nil {
+	} else if err := history.WriteStore(r.cfg.Dir, st); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

@@ -166,7 +166,7 @@ func Read(rd io.Reader, name string) ([]Event, error) {
 			continue
 		}
 		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		if err := decodeEvent(b, &e); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
 		}
 		if err := e.Validate(); err != nil {

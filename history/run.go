@@ -1,12 +1,17 @@
 package history
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -15,6 +20,7 @@ const (
 	RunInfoFile = "run.json"     // RunInfo
 	HistoryDir  = "history"      // one <node>.jsonl per node (and per register client)
 	FaultsFile  = "faults.jsonl" // fault events, same format as histories
+	AuditFile   = "audit.jsonl"  // Store.Audit, one entry per line (kept out of store.json)
 	StoreFile   = "store.json"   // Store: the final read of Redis after recovery
 	LogsDir     = "logs"         // <node>.log: each node's JSON log (stderr)
 )
@@ -57,7 +63,9 @@ type Store struct {
 	// Balances are the simulated ledger's balances, by account.
 	Balances map[string]int64 `json:"balances"`
 	// Audit is the store's audit stream: every fenced write attempt, in the store's order.
-	Audit []AuditEntry `json:"audit"`
+	// WriteStore puts it in its own file, AuditFile; LoadRun reads it from there (or
+	// from store.json, where older and hand-written runs keep it).
+	Audit []AuditEntry `json:"audit,omitempty"`
 }
 
 // AuditEntry is one fenced write attempt as the store saw it.
@@ -86,7 +94,8 @@ type Run struct {
 // ErrNoRun is returned when a directory is not a run directory.
 var ErrNoRun = errors.New("history: not a run directory")
 
-// LoadRun reads a run directory.
+// LoadRun reads a run directory. The files are read in parallel: a long run's histories
+// and audit stream are hundreds of megabytes.
 func LoadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
 	if err := readJSON(filepath.Join(dir, RunInfoFile), &r.Info); err != nil {
@@ -100,40 +109,150 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	sort.Strings(files)
-	for _, f := range files {
-		evs, err := ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		r.Events = append(r.Events, evs...)
+	histories := make([][]Event, len(files))
+	var (
+		st     Store
+		stErr  error
+		audit  []AuditEntry
+		auErr  error
+		faults []Event
+		fErr   error
+		errs   = make([]error, len(files))
+		wg     sync.WaitGroup
+	)
+	for i, f := range files {
+		wg.Go(func() {
+			if histories[i], errs[i] = ReadFile(f); errs[i] == nil {
+				SortByTime(histories[i])
+			}
+		})
 	}
-	SortByTime(r.Events)
-	if evs, err := ReadFile(filepath.Join(dir, FaultsFile)); err == nil {
-		r.Faults = evs
+	wg.Go(func() { stErr = readJSON(filepath.Join(dir, StoreFile), &st) })
+	wg.Go(func() { audit, auErr = readAudit(filepath.Join(dir, AuditFile)) })
+	wg.Go(func() { faults, fErr = ReadFile(filepath.Join(dir, FaultsFile)) })
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r.Events = merge(histories)
+	switch {
+	case fErr == nil:
+		r.Faults = faults
 		SortByTime(r.Faults)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	case !errors.Is(fErr, os.ErrNotExist):
+		return nil, fErr
 	}
-	var st Store
-	switch err := readJSON(filepath.Join(dir, StoreFile), &st); {
-	case err == nil:
+	switch {
+	case stErr == nil:
 		r.Store = &st
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(stErr, os.ErrNotExist):
 	default:
-		return nil, err
+		return nil, stErr
+	}
+	switch {
+	case auErr == nil && r.Store != nil:
+		r.Store.Audit = append(r.Store.Audit, audit...)
+	case auErr == nil:
+		return nil, fmt.Errorf("history: %s has %s but no %s", dir, AuditFile, StoreFile)
+	case !errors.Is(auErr, os.ErrNotExist):
+		return nil, auErr
 	}
 	return r, nil
+}
+
+// merge merges time-ordered histories into one, as a stable sort of their concatenation
+// would order it, dropping each input as soon as it is used up so that a long run is not
+// held in memory twice.
+func merge(hs [][]Event) []Event {
+	n := 0
+	for _, h := range hs {
+		n += len(h)
+	}
+	out := make([]Event, 0, n)
+	for {
+		best := -1
+		for i, h := range hs {
+			if len(h) > 0 && (best < 0 || h[0].Time < hs[best][0].Time) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, hs[best][0])
+		if hs[best] = hs[best][1:]; len(hs[best]) == 0 {
+			hs[best] = nil
+		}
+	}
+}
+
+func readAudit(path string) ([]AuditEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	var out []AuditEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var a AuditEntry
+		if err := decodeAudit(sc.Bytes(), &a); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, err)
+		}
+		out = append(out, a)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+	}
+	return out, nil
 }
 
 // SortByTime orders events by time, keeping the order of equal times (a node's own
 // invoke and completion may share a timestamp on a coarse clock).
 func SortByTime(evs []Event) {
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time < evs[j].Time })
+	slices.SortStableFunc(evs, func(a, b Event) int { return cmp.Compare(a.Time, b.Time) })
 }
 
 // WriteJSON writes v as indented JSON to path, atomically (write and rename).
 func WriteJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	return writeJSON(path, v, true)
+}
+
+// WriteStore writes the final store state into run directory dir: StoreFile, compact
+// JSON (a long run's sink has an entry per event), and the audit stream as AuditFile, one
+// entry per line.
+func WriteStore(dir string, st *Store) error {
+	var b bytes.Buffer
+	for _, a := range st.Audit {
+		line, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, AuditFile), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	rest := *st
+	rest.Audit = nil
+	return writeJSON(filepath.Join(dir, StoreFile), &rest, false)
+}
+
+func writeJSON(path string, v any, indent bool) error {
+	var b []byte
+	var err error
+	if indent {
+		b, err = json.MarshalIndent(v, "", "  ")
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return err
 	}

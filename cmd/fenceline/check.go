@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/reports"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fenceline check RUN_DIR\n\nRe-checks a stored run and rewrites its report; exits 0 valid, 1 invalid, 2 bad input, 3 unknown.")
+	}
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	return checkAndReport(fs.Arg(0), stdout, stderr)
+}
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fenceline report RUN_DIR\n\nRegenerates results.json, report.md, index.html and junit.xml of a stored run.")
+	}
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	return checkAndReport(fs.Arg(0), stdout, stderr)
+}
+
+// checkAndReport checks the run in dir, writes its report files and prints the summary.
+// It returns the exit code of the verdict.
+func checkAndReport(dir string, stdout, stderr io.Writer) int {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A million-operation history is about 600 MB in memory; without a limit the
+		// collector lets the heap double. Measured: 1M operations in under 10 s and 1 GB.
+		debug.SetMemoryLimit(900 << 20)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "fenceline: %s is not a run directory\n", dir)
+		return exitUsage
+	}
+	run, err := history.LoadRun(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline: %v\n", err)
+		return exitUsage
+	}
+	opts := checker.Options{ExpectedBalances: source.Balances, OutDir: dir}
+	if wl, err := workloads.ByName(run.Info.Workload); err == nil {
+		opts.Checks = wl.Checks
+	}
+	res, err := checker.Check(context.Background(), run, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline: check %s: %v\n", dir, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return exitUnknown
+		}
+		return exitUsage
+	}
+	if err := reports.Write(run, res); err != nil {
+		fmt.Fprintf(stderr, "fenceline: report: %v\n", err)
+		return exitUnknown
+	}
+	if err := reports.Summary(stdout, run, res); err != nil {
+		fmt.Fprintf(stderr, "fenceline: summary: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
+	switch res.Verdict {
+	case checker.Valid:
+		return exitOK
+	case checker.Invalid:
+		return exitInvalid
+	}
+	return exitUnknown
+}

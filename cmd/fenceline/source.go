@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/fenceline/fenceline/source"
+)
+
+func runSource(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("source", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8000", "address to serve the feed on")
+	rate := fs.Float64("rate", 0, "events per second (0: every event available at once)")
+	backlog := fs.Int64("backlog", 0, "events available at start")
+	addrFile := fs.String("addr-file", "", "write the bound address to this file (for --listen 127.0.0.1:0)")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	srv, err := source.NewServer(source.Config{Rate: *rate, Backlog: *backlog, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
+		return exitUsage
+	}
+	if err := writeAddrFile(*addrFile, ln.Addr().String()); err != nil {
+		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
+		return exitUsage
+	}
+	logger.Info("source-listening", slog.String("addr", ln.Addr().String()), slog.Float64("rate", *rate))
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// writeAddrFile writes addr to path atomically (a reader never sees half an address).
+func writeAddrFile(path, addr string) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

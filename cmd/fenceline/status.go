@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/listener"
+)
+
+// statusOutput is what `fenceline status` prints.
+type statusOutput struct {
+	Election     string `json:"election"`
+	Leader       string `json:"leader"` // "" when no lease is held
+	Token        int64  `json:"token,omitempty"`
+	LeaseTTLms   int64  `json:"lease_ttl_ms,omitempty"`
+	TokenCounter int64  `json:"token_counter"`
+	Cursor       int64  `json:"cursor"`
+	MaxToken     int64  `json:"max_accepted_token"`
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("redis", "127.0.0.1:6379", "Redis address")
+	name := fs.String("election", election.DefaultName, "election name")
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for Redis")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c := election.NewClient(*addr)
+	defer c.Close()
+	info, err := election.Leader(ctx, c, *name)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline status: %s: %v\n", *addr, err)
+		return exitUnknown
+	}
+	out := statusOutput{Election: *name, TokenCounter: info.Counter}
+	if info.Held {
+		out.Leader, out.Token, out.LeaseTTLms = info.Instance, info.Token, info.TTL.Milliseconds()
+	}
+	vals, err := c.HMGet(ctx, listener.KeysFor(*name).Cursor, "cursor", "token").Result()
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline status: %s: %v\n", *addr, err)
+		return exitUnknown
+	}
+	out.Cursor, out.MaxToken = parseInt(vals[0]), parseInt(vals[1])
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+	return exitOK
+}
+
+func parseInt(v any) int64 {
+	s, _ := v.(string)
+	var n int64
+	fmt.Sscan(s, &n)
+	return n
+}

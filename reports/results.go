@@ -1,0 +1,324 @@
+package reports
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// Schema names the format of results.json and its major version. A change that removes
+// or redefines a field gets a new version; new fields may appear within a version.
+const Schema = "fenceline/results/v1"
+
+// Results is the content of results.json: a run's verdict and everything measured,
+// for CI tools. See the package documentation for the schema. Times ending in _at_ns
+// are nanoseconds since Run.StartUnixNS; other _ns fields are durations in nanoseconds.
+type Results struct {
+	Schema  string          `json:"schema"`
+	Verdict checker.Verdict `json:"verdict"`
+	// Summary is the verdict in one sentence.
+	Summary string     `json:"summary"`
+	Run     RunSummary `json:"run"`
+	Checks  []Check    `json:"checks"`
+	// Failover summarizes the failover windows per fault kind, sorted by kind.
+	Failover []Failover `json:"failover"`
+	Windows  []Window   `json:"windows"`
+	// LeaderChanges, FencingRejections and CursorConflicts are the checker's counts;
+	// Changes and Rejections list the leader changes and stale-token rejections.
+	LeaderChanges     int            `json:"leader_changes"`
+	FencingRejections int            `json:"fencing_rejections"`
+	CursorConflicts   int            `json:"cursor_conflicts"`
+	Changes           []LeaderChange `json:"changes"`
+	Rejections        []Rejection    `json:"rejections"`
+	Terms             []Term         `json:"terms"`
+	// Overlaps lists every leadership overlap, in time order.
+	Overlaps []Overlap        `json:"overlaps"`
+	Faults   []Fault          `json:"faults"`
+	Ops      checker.OpCounts `json:"ops"`
+	// Store is the final read of the store; null if it never happened.
+	Store *StoreSummary `json:"store"`
+	// Files lists the run directory's files, relative to it: inputs that exist and the
+	// reports written with this file.
+	Files []string `json:"files"`
+	// CheckDurationNS is how long the checker took.
+	CheckDurationNS time.Duration `json:"check_duration_ns"`
+}
+
+// RunSummary describes how the run was made (run.json).
+type RunSummary struct {
+	Seed        int64             `json:"seed"`
+	Nodes       []string          `json:"nodes"`
+	Workload    string            `json:"workload"`
+	Variant     string            `json:"variant"`
+	Backend     string            `json:"backend"`
+	Nemeses     []string          `json:"nemeses"`
+	Election    string            `json:"election,omitempty"`
+	LeaseTTLNS  time.Duration     `json:"lease_ttl_ns"`
+	DurationNS  time.Duration     `json:"duration_ns"`
+	Persistence bool              `json:"persistence"`
+	Versions    map[string]string `json:"versions"`
+	// Start and End are RFC 3339 UTC times ("" if unknown); StartUnixNS and EndUnixNS
+	// the same in nanoseconds since the Unix epoch. Every _at_ns field counts from
+	// StartUnixNS.
+	Start       string        `json:"start"`
+	End         string        `json:"end"`
+	StartUnixNS int64         `json:"start_unix_ns"`
+	EndUnixNS   int64         `json:"end_unix_ns"`
+	ElapsedNS   time.Duration `json:"elapsed_ns"`
+	// HealAtNS is when every fault was healed at the end; null if the run never got there.
+	HealAtNS *time.Duration `json:"heal_at_ns"`
+	// Interrupted says why the run stopped early; "" for a complete run.
+	Interrupted string `json:"interrupted,omitempty"`
+}
+
+// Check is one check's result.
+type Check struct {
+	Name    string          `json:"name"`
+	Verdict checker.Verdict `json:"verdict"`
+	Message string          `json:"message"`
+	// Offending lists the first offending operations, earliest first.
+	Offending []string `json:"offending"`
+	// Visualization is the porcupine visualization of the failing piece, relative to
+	// the run directory; "" if none.
+	Visualization string           `json:"visualization,omitempty"`
+	Stats         map[string]int64 `json:"stats,omitempty"`
+}
+
+// Failover is the failover statistics of one fault kind.
+type Failover struct {
+	Fault string `json:"fault"`
+	// Injected counts the faults of this kind; Windows those that displaced the leader.
+	Injected   int          `json:"injected"`
+	Windows    int          `json:"windows"`
+	ToNewToken Distribution `json:"to_new_token"`
+	Gap        Distribution `json:"gap"`
+}
+
+// Distribution summarizes durations with nearest-rank percentiles; all zero when
+// Count is 0.
+type Distribution struct {
+	Count int           `json:"count"`
+	Min   time.Duration `json:"min_ns"`
+	P50   time.Duration `json:"p50_ns"`
+	P90   time.Duration `json:"p90_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+// Window is one failover caused by a fault (see checker.Window).
+type Window struct {
+	Fault        string        `json:"fault"`
+	FaultNode    string        `json:"fault_node"`
+	InjectedAtNS time.Duration `json:"injected_at_ns"`
+	OldNode      string        `json:"old_node"`
+	OldToken     int64         `json:"old_token"`
+	NewNode      string        `json:"new_node"`
+	NewToken     int64         `json:"new_token"`
+	LastOldAtNS  time.Duration `json:"last_old_at_ns"`
+	FirstNewAtNS time.Duration `json:"first_new_at_ns"`
+	ToNewTokenNS time.Duration `json:"to_new_token_ns"`
+	GapNS        time.Duration `json:"gap_ns"`
+}
+
+// LeaderChange is the store accepting its first commit under a token higher than every
+// token it had accepted.
+type LeaderChange struct {
+	AtNS        time.Duration `json:"at_ns"`
+	OldNode     string        `json:"old_node"`
+	OldToken    int64         `json:"old_token"`
+	NewNode     string        `json:"new_node"`
+	NewToken    int64         `json:"new_token"`
+	LastOldAtNS time.Duration `json:"last_old_at_ns"`
+	GapNS       time.Duration `json:"gap_ns"`
+	// Fault and FaultNode name the fault the change is attributed to; "" for none.
+	Fault     string `json:"fault,omitempty"`
+	FaultNode string `json:"fault_node,omitempty"`
+}
+
+// Rejection is a commit the store rejected because its token was stale.
+type Rejection struct {
+	AtNS  time.Duration `json:"at_ns"`
+	Node  string        `json:"node"`
+	Op    string        `json:"op"`
+	Token int64         `json:"token"`
+	From  int64         `json:"from"`
+	To    int64         `json:"to"`
+	// StoreToken is the highest token the store had accepted before (audit order);
+	// 0 when there is no audit stream.
+	StoreToken int64 `json:"store_token"`
+	// SeenBy is "node" when the node was told, "audit" when only the audit stream
+	// shows the rejection (the node's outcome was unknown).
+	SeenBy string `json:"seen_by"`
+}
+
+// Term is one leadership term (see checker.Term).
+type Term struct {
+	Node      string        `json:"node"`
+	Token     int64         `json:"token"`
+	StartAtNS time.Duration `json:"start_at_ns"`
+	EndAtNS   time.Duration `json:"end_at_ns"`
+	EndReason string        `json:"end_reason"`
+	Commits   int           `json:"commits"`
+	// FirstCommitAtNS and LastCommitAtNS are null when the term committed nothing.
+	FirstCommitAtNS *time.Duration `json:"first_commit_at_ns"`
+	LastCommitAtNS  *time.Duration `json:"last_commit_at_ns"`
+}
+
+// Overlap is an interval in which two nodes each believed they led.
+type Overlap struct {
+	NodeA      string        `json:"node_a"`
+	TokenA     int64         `json:"token_a"`
+	NodeB      string        `json:"node_b"`
+	TokenB     int64         `json:"token_b"`
+	StartAtNS  time.Duration `json:"start_at_ns"`
+	EndAtNS    time.Duration `json:"end_at_ns"`
+	DurationNS time.Duration `json:"duration_ns"`
+}
+
+// Fault is one fault of the run, from faults.jsonl.
+type Fault struct {
+	ID           string        `json:"id"`
+	Kind         string        `json:"kind"`
+	Target       string        `json:"target"`
+	InjectedAtNS time.Duration `json:"injected_at_ns"`
+	// HealedAtNS and HeldNS are null when the fault was never healed.
+	HealedAtNS *time.Duration `json:"healed_at_ns"`
+	HeldNS     *time.Duration `json:"held_ns"`
+	// Failed is set when the injection certainly did not happen.
+	Failed bool   `json:"failed"`
+	Error  string `json:"error,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// StoreSummary is the final read of the store, without the sink and the audit stream
+// (store.json has them).
+type StoreSummary struct {
+	Cursor       int64 `json:"cursor"`
+	MaxToken     int64 `json:"max_token"`
+	TokenCounter int64 `json:"token_counter"`
+	SinkEvents   int   `json:"sink_events"`
+	AuditEntries int   `json:"audit_entries"`
+}
+
+// NewResults builds the content of results.json. It reads nothing but run.Dir's
+// listing (for Files).
+func NewResults(run *history.Run, res *checker.Result) (*Results, error) {
+	v, err := newView(run, res)
+	if err != nil {
+		return nil, err
+	}
+	return v.results(), nil
+}
+
+// WriteResults writes results.json's content to w, indented, with a final newline.
+func WriteResults(w io.Writer, run *history.Run, res *checker.Result) error {
+	r, err := NewResults(run, res)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, r)
+}
+
+func writeJSON(w io.Writer, r *Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func (v *view) results() *Results {
+	in := v.run.Info
+	r := &Results{
+		Schema: Schema, Verdict: v.verdict(), Summary: v.headline(),
+		Run: RunSummary{
+			Seed: in.Seed, Nodes: nonNil(v.nodes), Workload: in.Workload, Variant: orDefault(in.Variant, "reference"),
+			Backend: in.Backend, Nemeses: nonNil(in.Nemeses), Election: in.Election,
+			LeaseTTLNS: in.LeaseTTL, DurationNS: in.Duration, Persistence: in.Persistence,
+			Versions: in.Versions, StartUnixNS: v.start, EndUnixNS: v.end, ElapsedNS: time.Duration(v.end - v.start),
+			Start: rfc3339(v.start), End: rfc3339(v.end), Interrupted: in.Interrupted,
+		},
+		LeaderChanges: v.res.LeaderChanges, FencingRejections: v.res.FencingRejections, CursorConflicts: v.res.CursorConflicts,
+		Ops: v.res.Ops, CheckDurationNS: v.res.Duration,
+		Checks: []Check{}, Failover: []Failover{}, Windows: []Window{}, Changes: []LeaderChange{},
+		Rejections: []Rejection{}, Terms: []Term{}, Overlaps: []Overlap{}, Faults: []Fault{},
+	}
+	if r.Run.Versions == nil {
+		r.Run.Versions = map[string]string{}
+	}
+	if in.HealTime > 0 {
+		r.Run.HealAtNS = ptr(v.rel(in.HealTime))
+	}
+	for _, c := range v.res.Checks {
+		r.Checks = append(r.Checks, Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
+			Offending: nonNil(c.Offending), Visualization: c.Visualization, Stats: c.Stats})
+	}
+	for _, f := range v.res.Failover {
+		r.Failover = append(r.Failover, Failover{Fault: f.Fault, Injected: f.Injected, Windows: f.Windows,
+			ToNewToken: Distribution(f.ToNewToken), Gap: Distribution(f.Gap)})
+	}
+	for _, w := range v.res.Windows {
+		r.Windows = append(r.Windows, Window{Fault: w.Fault, FaultNode: w.FaultNode, InjectedAtNS: v.rel(w.Injected),
+			OldNode: w.OldNode, OldToken: w.OldToken, NewNode: w.NewNode, NewToken: w.NewToken,
+			LastOldAtNS: v.rel(w.LastOld), FirstNewAtNS: v.rel(w.FirstNew), ToNewTokenNS: w.ToNewToken, GapNS: w.Gap})
+	}
+	for _, c := range v.changes {
+		lc := LeaderChange{AtNS: v.rel(c.At), OldNode: c.OldNode, OldToken: c.OldToken, NewNode: c.NewNode, NewToken: c.NewToken,
+			LastOldAtNS: v.rel(c.LastOld), GapNS: time.Duration(c.At - c.LastOld)}
+		if c.Window != nil {
+			lc.Fault, lc.FaultNode = c.Window.Fault, c.Window.FaultNode
+		}
+		r.Changes = append(r.Changes, lc)
+	}
+	for _, x := range v.rejections {
+		r.Rejections = append(r.Rejections, Rejection{AtNS: v.rel(x.At), Node: x.Node, Op: x.Op, Token: x.Token,
+			From: x.From, To: x.To, StoreToken: x.StoreToken, SeenBy: x.SeenBy})
+	}
+	for _, t := range v.res.Terms {
+		tm := Term{Node: t.Node, Token: t.Token, StartAtNS: v.rel(t.Start), EndAtNS: v.rel(t.End), EndReason: t.EndReason, Commits: t.Commits}
+		if t.FirstCommit != 0 {
+			tm.FirstCommitAtNS = ptr(v.rel(t.FirstCommit))
+		}
+		if t.LastCommit != 0 {
+			tm.LastCommitAtNS = ptr(v.rel(t.LastCommit))
+		}
+		r.Terms = append(r.Terms, tm)
+	}
+	for _, o := range v.res.Overlaps {
+		r.Overlaps = append(r.Overlaps, Overlap{NodeA: o.NodeA, TokenA: o.TokenA, NodeB: o.NodeB, TokenB: o.TokenB,
+			StartAtNS: v.rel(o.Start), EndAtNS: v.rel(o.End), DurationNS: o.Duration})
+	}
+	for _, f := range v.faults {
+		ft := Fault{ID: f.ID, Kind: f.Kind, Target: f.Target, InjectedAtNS: v.rel(f.Inject), Failed: f.Failed, Error: f.Err, Detail: f.Detail}
+		if f.Heal != 0 {
+			ft.HealedAtNS, ft.HeldNS = ptr(v.rel(f.Heal)), ptr(f.held())
+		}
+		r.Faults = append(r.Faults, ft)
+	}
+	if st := v.run.Store; st != nil {
+		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
+			SinkEvents: len(st.Sink), AuditEntries: len(st.Audit)}
+	}
+	r.Files = v.allFiles()
+	return r
+}
+
+func ptr[T any](x T) *T { return &x }
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func rfc3339(ns int64) string {
+	if ns <= 0 {
+		return ""
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+}

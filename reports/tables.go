@@ -1,0 +1,318 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// table is one table of the report, independent of how it is rendered.
+type table struct {
+	// ID is the HTML anchor; Title the heading; Intro one sentence under it.
+	ID, Title, Intro string
+	Header           []string
+	// Right marks the columns that hold numbers (right-aligned).
+	Right []bool
+	Rows  [][]string
+	// Empty is shown instead of the table when it has no rows.
+	Empty string
+	// More counts the rows left out (the table shows the first ones).
+	More int
+}
+
+// Caps on the rows of the long tables. results.json lists everything.
+const (
+	maxChangeRows    = 25
+	maxRejectionRows = 25
+	maxFaultRows     = 60
+	maxOverlapRows   = 10
+)
+
+// tables returns the report's tables in the order every renderer shows them.
+func (v *view) tables() []table {
+	return []table{
+		v.runTable(), v.checksTable(), v.failoverTable(), v.gapTable(), v.changesTable(),
+		v.rejectionsTable(), v.faultsTable(), v.overlapsTable(), v.opsTable(),
+	}
+}
+
+func (v *view) runTable() table {
+	in := v.run.Info
+	t := table{ID: "run", Title: "Run", Header: []string{"field", "value"}}
+	add := func(k, val string) { t.Rows = append(t.Rows, []string{k, val}) }
+	add("seed", strconv.FormatInt(in.Seed, 10))
+	add("workload", orDash(in.Workload))
+	add("variant", cmp.Or(in.Variant, "reference"))
+	add("backend", orDash(in.Backend))
+	add("nodes", fmt.Sprintf("%d (%s)", len(v.nodes), strings.Join(v.nodes, ", ")))
+	add("lease TTL", dur(in.LeaseTTL))
+	add("chaos duration", dur(in.Duration))
+	nem := strings.Join(in.Nemeses, ", ")
+	if nem == "" {
+		nem = "none"
+	}
+	add("faults", nem)
+	pers := "append-only file"
+	if !in.Persistence {
+		pers = "none (tokens may repeat after a Redis restart)"
+	}
+	add("redis persistence", pers)
+	if in.Election != "" {
+		add("election", in.Election)
+	}
+	if in.Start > 0 {
+		add("start", time.Unix(0, in.Start).UTC().Format(time.RFC3339Nano))
+	}
+	add("length", dur(time.Duration(v.end-v.start)))
+	if in.HealTime > 0 {
+		add("final heal", v.at(in.HealTime))
+	}
+	if in.Interrupted != "" {
+		add("interrupted", in.Interrupted)
+	}
+	for _, k := range sortedKeys(in.Versions) {
+		add("version of "+k, in.Versions[k])
+	}
+	if st := v.run.Store; st != nil {
+		add("final store", fmt.Sprintf("cursor %d, highest token %d, token counter %d, %d events in the sink, %d audit entries",
+			st.Cursor, st.MaxToken, st.TokenCounter, len(st.Sink), len(st.Audit)))
+	} else {
+		add("final store", "not read")
+	}
+	return t
+}
+
+func (v *view) checksTable() table {
+	t := table{ID: "checks", Title: "Checks", Header: []string{"check", "verdict", "message"},
+		Empty: "No check ran."}
+	for _, c := range v.res.Checks {
+		t.Rows = append(t.Rows, []string{c.Name, verdictMark(c.Verdict), c.Message})
+	}
+	return t
+}
+
+func distCells(d checker.Distribution) []string {
+	if d.Count == 0 {
+		return []string{"—", "—", "—", "—", "—"}
+	}
+	return []string{dur(d.Min), dur(d.P50), dur(d.P90), dur(d.P99), dur(d.Max)}
+}
+
+func (v *view) failoverTable() table {
+	t := table{ID: "failover", Title: "Failover windows per fault kind",
+		Intro:  "From the fault's injection to the first commit the store accepted under a new token. Only faults that displaced the leader open a window.",
+		Header: []string{"fault", "injected", "windows", "min", "p50", "p90", "p99", "max"},
+		Right:  []bool{false, true, true, true, true, true, true, true},
+		Empty:  "No fault was injected."}
+	for _, f := range v.res.Failover {
+		t.Rows = append(t.Rows, append([]string{f.Fault, strconv.Itoa(f.Injected), strconv.Itoa(f.Windows)}, distCells(f.ToNewToken)...))
+	}
+	return t
+}
+
+func (v *view) gapTable() table {
+	t := table{ID: "gap", Title: "Commit gap across failovers",
+		Intro:  "From the last commit accepted under the old token to the first accepted under the new one: how long the store accepted nothing.",
+		Header: []string{"fault", "windows", "min", "p50", "p90", "p99", "max"},
+		Right:  []bool{false, true, true, true, true, true, true},
+		Empty:  "No fault was injected."}
+	for _, f := range v.res.Failover {
+		t.Rows = append(t.Rows, append([]string{f.Fault, strconv.Itoa(f.Windows)}, distCells(f.Gap)...))
+	}
+	return t
+}
+
+func (v *view) changesTable() table {
+	t := table{ID: "leader-changes", Title: "Leader changes",
+		Intro: fmt.Sprintf("%d leader changes: the store accepted a commit under a token higher than every token before it.",
+			v.res.LeaderChanges),
+		Header: []string{"#", "at", "from", "to", "commit gap", "fault", "fault → new token"},
+		Right:  []bool{true, true, false, false, true, false, true},
+		Empty:  "The store never changed leader."}
+	for i, c := range v.changes {
+		if i == maxChangeRows {
+			t.More = len(v.changes) - i
+			break
+		}
+		fault, to := "none attributed", "—"
+		if w := c.Window; w != nil {
+			fault = w.Fault
+			if w.FaultNode != "" {
+				fault += " on " + w.FaultNode
+			}
+			fault += " at " + v.at(w.Injected)
+			to = dur(w.ToNewToken)
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), v.at(c.At),
+			fmt.Sprintf("%s (token %d)", c.OldNode, c.OldToken), fmt.Sprintf("%s (token %d)", c.NewNode, c.NewToken),
+			dur(time.Duration(c.At - c.LastOld)), fault, to})
+	}
+	return t
+}
+
+func (v *view) rejectionsTable() table {
+	t := table{ID: "fencing-rejections", Title: "Fencing rejections",
+		Intro: fmt.Sprintf("%d commits rejected for a stale token, %d for a cursor conflict. A rejection is the fence doing its job: a deposed leader tried to write.",
+			v.res.FencingRejections, v.res.CursorConflicts),
+		Header: []string{"at", "node", "op", "token", "write", "store's token", "known from"},
+		Right:  []bool{true, false, false, true, false, true, false},
+		Empty:  "No commit was rejected for a stale token."}
+	for i, r := range v.rejections {
+		if i == maxRejectionRows {
+			t.More = len(v.rejections) - i
+			break
+		}
+		storeTok := "—"
+		if r.StoreToken > 0 {
+			storeTok = strconv.FormatInt(r.StoreToken, 10)
+		}
+		known := "the node"
+		if r.SeenBy == "audit" {
+			known = "audit stream (outcome unknown to the node)"
+		}
+		t.Rows = append(t.Rows, []string{v.at(r.At), r.Node, r.Op, strconv.FormatInt(r.Token, 10),
+			fmt.Sprintf("%d→%d", r.From, r.To), storeTok, known})
+	}
+	return t
+}
+
+func (v *view) faultsTable() table {
+	t := table{ID: "faults", Title: "Fault schedule",
+		Intro:  "Every fault as it was injected and healed (faults.jsonl); times since the start of the run.",
+		Header: []string{"#", "at", "fault", "target", "held for", "note"},
+		Right:  []bool{true, true, false, false, true, false},
+		Empty:  "No fault was injected."}
+	for i, f := range v.faults {
+		if i == maxFaultRows {
+			t.More = len(v.faults) - i
+			break
+		}
+		var note []string
+		if f.Failed {
+			note = append(note, "injection failed")
+		}
+		if f.Heal == 0 {
+			note = append(note, "never healed")
+		}
+		if f.Err != "" {
+			note = append(note, f.Err)
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), v.at(f.Inject), f.Kind, f.Target, dur(f.held()), strings.Join(note, "; ")})
+	}
+	return t
+}
+
+// topOverlaps returns the longest overlaps, longest first.
+func (v *view) topOverlaps(n int) []checker.Overlap {
+	ov := slices.Clone(v.res.Overlaps)
+	slices.SortStableFunc(ov, func(a, b checker.Overlap) int {
+		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(a.Start, b.Start))
+	})
+	return ov[:min(n, len(ov))]
+}
+
+func (v *view) overlapsTable() table {
+	var total time.Duration
+	for _, o := range v.res.Overlaps {
+		total += o.Duration
+	}
+	t := table{ID: "overlaps", Title: "Largest leadership overlaps",
+		Intro: fmt.Sprintf("%d intervals in which two nodes each believed they led, %s in all. Measured, not judged: the fence is what makes them harmless.",
+			len(v.res.Overlaps), dur(total)),
+		Header: []string{"#", "duration", "from", "to", "first leader", "second leader"},
+		Right:  []bool{true, true, true, true, false, false},
+		Empty:  "No two nodes ever believed they led at the same time."}
+	for i, o := range v.topOverlaps(maxOverlapRows) {
+		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), dur(o.Duration), v.at(o.Start), v.at(o.End),
+			fmt.Sprintf("%s (token %d)", o.NodeA, o.TokenA), fmt.Sprintf("%s (token %d)", o.NodeB, o.TokenB)})
+	}
+	t.More = len(v.res.Overlaps) - len(t.Rows)
+	return t
+}
+
+func (v *view) opsTable() table {
+	o := v.res.Ops
+	t := table{ID: "operations", Title: "Operations",
+		Intro: fmt.Sprintf("%d operations of the nodes (an invoke and its completion); %d commits of unknown outcome, %d of them resolved by the audit stream.",
+			o.Total, o.UnknownCommits, o.ResolvedByAudit),
+		Header: []string{"operation", "total", "ok", "fail", "unknown"},
+		Right:  []bool{false, true, true, true, true},
+		Empty:  "The history holds no operation."}
+	type count struct{ total, ok, fail, unknown int }
+	counts := map[history.Kind]*count{}
+	pending := map[string]history.Kind{}
+	for _, e := range v.run.Events {
+		switch {
+		case e.Kind == history.KindFault:
+			continue
+		case e.Kind == history.KindStepDown:
+			if counts[e.Kind] == nil {
+				counts[e.Kind] = &count{}
+			}
+			counts[e.Kind].total++
+			continue
+		case e.Type == history.Invoke:
+			pending[e.ID] = e.Kind
+			if counts[e.Kind] == nil {
+				counts[e.Kind] = &count{}
+			}
+			counts[e.Kind].total++
+			continue
+		}
+		k, ok := pending[e.ID]
+		if !ok {
+			continue
+		}
+		delete(pending, e.ID)
+		switch e.Type {
+		case history.OK:
+			counts[k].ok++
+		case history.Fail:
+			counts[k].fail++
+		default:
+			counts[k].unknown++
+		}
+	}
+	for _, k := range pending { // no completion: unknown
+		counts[k].unknown++
+	}
+	for _, k := range []history.Kind{history.KindLoad, history.KindCommit, history.KindAcquire, history.KindRenew, history.KindRelease} {
+		if c := counts[k]; c != nil {
+			t.Rows = append(t.Rows, []string{string(k), itoa(c.total), itoa(c.ok), itoa(c.fail), itoa(c.unknown)})
+		}
+	}
+	if c := counts[history.KindStepDown]; c != nil {
+		t.Rows = append(t.Rows, []string{string(history.KindStepDown), itoa(c.total), "", "", ""})
+	}
+	return t
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func orDash(s string) string { return cmp.Or(s, "—") }
+
+// verdictMark is a verdict with a sign that survives a black-and-white terminal.
+func verdictMark(vd checker.Verdict) string {
+	switch vd {
+	case checker.Valid:
+		return "✓ valid"
+	case checker.Invalid:
+		return "✗ invalid"
+	}
+	return "? " + string(cmp.Or(vd, checker.Unknown))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

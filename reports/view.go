@@ -1,0 +1,377 @@
+package reports
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// ErrNilInput is returned when a run or a result is missing.
+var ErrNilInput = errors.New("reports: nil run or result")
+
+// view is what every renderer shows, derived once from a run and its result. All
+// renderers read it, so report.md, index.html, results.json and the terminal summary
+// cannot disagree.
+type view struct {
+	run *history.Run
+	res *checker.Result
+	// start is the time origin of every relative time; end the end of the timeline.
+	start, end int64
+	// nodes are the timeline's lanes, in the run's order.
+	nodes []string
+	// faults are the injected faults paired with their heals, in injection order.
+	faults []faultSpan
+	// changes are the leader changes as the store saw them, in time order.
+	changes []change
+	// rejections are the commits the store rejected with a stale token, in time order.
+	rejections []rejection
+	// commits are the completion times of accepted commits, sorted.
+	commits []int64
+	// files are the raw files of the run directory that exist (slash-separated,
+	// relative to the run directory), sorted.
+	files []string
+}
+
+// faultSpan is one fault from its injection to its heal.
+type faultSpan struct {
+	ID, Kind, Target string
+	Inject           int64
+	// Heal is when the fault was healed; 0 when it never was.
+	Heal int64
+	// Failed is set when the injection was recorded as failed (it did not happen).
+	Failed bool
+	// Err is the error recorded by the injection or the heal; Detail what the heal did.
+	Err, Detail string
+}
+
+// held is how long the fault held, or -1 if it was never healed.
+func (f faultSpan) held() time.Duration {
+	if f.Heal == 0 {
+		return -1
+	}
+	return time.Duration(f.Heal - f.Inject)
+}
+
+// change is a leader change: the first commit accepted under a token higher than every
+// token accepted before it.
+type change struct {
+	At                 int64 // completion of the first commit under NewToken
+	LastOld            int64 // completion of the last commit under OldToken
+	OldNode, NewNode   string
+	OldToken, NewToken int64
+	// Window is the failover window the checker attributed to a fault, if any.
+	Window *checker.Window
+}
+
+// rejection is a commit the store rejected because its token was stale.
+type rejection struct {
+	// At is the completion time the node saw, or the invoke time for a commit whose
+	// outcome only the audit stream knows.
+	At         int64
+	Node, Op   string
+	Token      int64
+	From, To   int64
+	StoreToken int64  // highest token the store had accepted before it; 0 if unknown
+	SeenBy     string // "node": the node was told; "audit": only the audit stream shows it
+}
+
+func newView(run *history.Run, res *checker.Result) (*view, error) {
+	if run == nil || res == nil {
+		return nil, ErrNilInput
+	}
+	v := &view{run: run, res: res}
+	v.faults = pairFaults(run)
+	v.timeBounds()
+	v.nodes = slices.Clone(run.Info.Nodes)
+	if len(v.nodes) == 0 {
+		seen := map[string]bool{}
+		for _, e := range run.Events {
+			if e.Kind != history.KindFault && !seen[e.Node] {
+				seen[e.Node] = true
+				v.nodes = append(v.nodes, e.Node)
+			}
+		}
+		slices.Sort(v.nodes)
+	}
+	v.storeHistory()
+	v.files = rawFiles(run.Dir)
+	return v, nil
+}
+
+// timeBounds sets start and end: the run's own bounds, widened to every recorded time so
+// that an interrupted run (no End) still has a timeline.
+func (v *view) timeBounds() {
+	lo, hi := int64(math.MaxInt64), int64(0)
+	see := func(t int64) {
+		if t > 0 {
+			lo, hi = min(lo, t), max(hi, t)
+		}
+	}
+	for _, e := range v.run.Events {
+		see(e.Time)
+	}
+	for _, f := range v.faults {
+		see(f.Inject)
+		see(f.Heal)
+	}
+	for _, t := range v.res.Terms {
+		see(t.Start)
+		see(t.End)
+	}
+	v.start = cmp.Or(v.run.Info.Start, v.res.Start)
+	if v.start == 0 && lo != math.MaxInt64 {
+		v.start = lo
+	}
+	v.end = max(v.run.Info.End, hi)
+	if v.end <= v.start {
+		v.end = v.start + int64(time.Second)
+	}
+}
+
+// pairFaults pairs each fault's injection with its last completion. Faults may be in
+// the fault log or, as the checker also accepts, among the nodes' events.
+func pairFaults(run *history.Run) []faultSpan {
+	evs := slices.Clone(run.Faults)
+	for _, e := range run.Events {
+		if e.Kind == history.KindFault {
+			evs = append(evs, e)
+		}
+	}
+	history.SortByTime(evs)
+	idx := map[string]int{}
+	var out []faultSpan
+	for _, e := range evs {
+		if e.Type == history.Invoke {
+			idx[e.ID] = len(out)
+			out = append(out, faultSpan{ID: e.ID, Kind: e.Fault, Target: e.Node, Inject: e.Time, Detail: e.Reason, Err: e.Error})
+			continue
+		}
+		i, ok := idx[e.ID]
+		if !ok {
+			continue // a heal without an injection: the checker reports the history as bad
+		}
+		f := &out[i]
+		f.Heal = e.Time
+		if e.Type == history.Fail {
+			f.Failed = true
+		}
+		if e.Error != "" {
+			f.Err = strings.TrimPrefix(f.Err+"; "+e.Error, "; ")
+		}
+		if e.Reason != "" {
+			f.Detail = e.Reason
+		}
+	}
+	slices.SortStableFunc(out, func(a, b faultSpan) int { return cmp.Compare(a.Inject, b.Inject) })
+	return out
+}
+
+// storeHistory derives from the store operations what the result does not list: the
+// leader changes, the fencing rejections and the commit times.
+func (v *view) storeHistory() {
+	invokes := map[string]*history.Event{}
+	answered := map[string]bool{}
+	cur, curNode, lastOld := int64(math.MinInt64), "", int64(0)
+	for i := range v.run.Events {
+		e := &v.run.Events[i]
+		if e.Kind != history.KindCommit {
+			continue
+		}
+		if e.Type == history.Invoke {
+			invokes[e.ID] = e
+			continue
+		}
+		inv := invokes[e.ID]
+		if inv == nil {
+			continue
+		}
+		if e.Type == history.OK || e.Type == history.Fail {
+			answered[e.ID] = true
+		}
+		switch {
+		case e.Type == history.OK:
+			v.commits = append(v.commits, e.Time)
+			switch {
+			case inv.Token == cur:
+				lastOld = e.Time
+			case inv.Token > cur:
+				if cur != math.MinInt64 {
+					v.changes = append(v.changes, change{At: e.Time, LastOld: lastOld, OldNode: curNode, OldToken: cur,
+						NewNode: inv.Node, NewToken: inv.Token})
+				}
+				cur, curNode, lastOld = inv.Token, inv.Node, e.Time
+			}
+		case e.Type == history.Fail && e.Error == history.ErrStaleToken:
+			v.rejections = append(v.rejections, rejection{At: e.Time, Node: inv.Node, Op: inv.ID, Token: inv.Token,
+				From: inv.From, To: inv.To, SeenBy: "node"})
+		}
+	}
+	for i := range v.changes {
+		c := &v.changes[i]
+		for j := range v.res.Windows {
+			if w := &v.res.Windows[j]; w.OldToken == c.OldToken && w.NewToken == c.NewToken && w.FirstNew == c.At {
+				c.Window = w
+				break
+			}
+		}
+	}
+	st := v.run.Store
+	if st == nil {
+		return
+	}
+	// The audit stream is the store's own order: the highest token accepted before a
+	// rejected attempt is exact there. It also shows rejections the node never heard of.
+	storeTok := map[string]int64{}
+	maxTok := int64(0)
+	for _, a := range st.Audit {
+		switch a.Result {
+		case "ok":
+			maxTok = max(maxTok, a.Token)
+		case history.ErrStaleToken:
+			if _, dup := storeTok[a.Op]; !dup {
+				storeTok[a.Op] = maxTok
+			}
+			if inv := invokes[a.Op]; inv != nil && !answered[a.Op] {
+				v.rejections = append(v.rejections, rejection{At: inv.Time, Node: inv.Node, Op: inv.ID, Token: inv.Token,
+					From: inv.From, To: inv.To, SeenBy: "audit"})
+			}
+		}
+	}
+	for i := range v.rejections {
+		v.rejections[i].StoreToken = storeTok[v.rejections[i].Op]
+	}
+	slices.SortStableFunc(v.rejections, func(a, b rejection) int { return cmp.Compare(a.At, b.At) })
+}
+
+// rawFiles lists the run's own files that exist, for links.
+func rawFiles(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	var out []string
+	for _, name := range []string{history.RunInfoFile, "schedule.json", history.FaultsFile, history.StoreFile} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+			out = append(out, name)
+		}
+	}
+	for _, pat := range []string{filepath.Join(history.HistoryDir, "*.jsonl"), filepath.Join(history.LogsDir, "*.log")} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat)) // the pattern is well formed
+		for _, f := range m {
+			if rel, err := filepath.Rel(dir, f); err == nil {
+				out = append(out, filepath.ToSlash(rel))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rel is t relative to the run's start.
+func (v *view) rel(t int64) time.Duration { return time.Duration(t - v.start) }
+
+// at formats a time as the checker's messages do: "t+1.234s".
+func (v *view) at(t int64) string { return "t+" + dur(v.rel(t)) }
+
+// dur formats a duration for people: milliseconds for anything above one, "—" for a
+// negative (unknown) one.
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "—"
+	case d == 0:
+		return "0s"
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Microsecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.String()
+}
+
+// failing returns the checks that did not pass: invalid first, then unknown, each in
+// the result's order.
+func (v *view) failing() []checker.CheckResult {
+	var inv, unk []checker.CheckResult
+	for _, c := range v.res.Checks {
+		switch c.Verdict {
+		case checker.Valid:
+		case checker.Invalid:
+			inv = append(inv, c)
+		default:
+			unk = append(unk, c)
+		}
+	}
+	return append(inv, unk...)
+}
+
+// verdict is the run's verdict. A run that was interrupted, or whose result holds no
+// check at all, is never a pass.
+func (v *view) verdict() checker.Verdict {
+	vd := v.res.Verdict
+	if vd == "" {
+		vd = checker.Unknown
+	}
+	if vd == checker.Valid && (len(v.res.Checks) == 0 || v.run.Info.Interrupted != "") {
+		return checker.Unknown
+	}
+	return vd
+}
+
+// headline says in one sentence what the verdict rests on.
+func (v *view) headline() string {
+	n := len(v.res.Checks)
+	var inv, unk []string
+	for _, c := range v.failing() {
+		if c.Verdict == checker.Invalid {
+			inv = append(inv, c.Name)
+		} else {
+			unk = append(unk, c.Name)
+		}
+	}
+	var parts []string
+	switch {
+	case n == 0:
+		parts = append(parts, "No check ran.")
+	case len(inv) > 0:
+		parts = append(parts, fmt.Sprintf("%d of %d checks failed: %s.", len(inv), n, strings.Join(inv, ", ")))
+	case len(unk) == 0:
+		parts = append(parts, fmt.Sprintf("All %d checks passed.", n))
+	}
+	if len(unk) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d checks could not decide: %s.", len(unk), n, strings.Join(unk, ", ")))
+	}
+	if v.run.Info.Interrupted != "" {
+		parts = append(parts, "The run was not completed: "+v.run.Info.Interrupted+".")
+	}
+	return strings.Join(parts, " ")
+}
+
+// condition is what a fault does to its target node, for the timeline; "" for faults
+// that do not act on one node.
+func condition(kind string) string {
+	switch {
+	case kind == "kill" || kind == "stop":
+		return "down"
+	case kind == "pause":
+		return "paused"
+	case strings.HasPrefix(kind, "partition"):
+		return "cut off"
+	case kind == "delay":
+		return "slow"
+	case kind == "clock":
+		return "clock skewed"
+	}
+	return ""
+}
+
+// isNode reports whether target is one of the lanes.
+func (v *view) isNode(target string) bool { return slices.Contains(v.nodes, target) }

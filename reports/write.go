@@ -1,0 +1,120 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// Names of the files Write writes into a run directory.
+const (
+	ResultsFile  = "results.json"
+	MarkdownFile = "report.md"
+	HTMLFile     = "index.html"
+	JUnitFile    = "junit.xml"
+)
+
+// Write renders the four reports of a run (results.json, report.md, index.html and
+// junit.xml) into run.Dir, replacing any earlier ones. Each file is written to a
+// temporary name and renamed, so a reader never sees half a report. The output depends
+// only on run and res: rendering the same run twice gives the same bytes.
+func Write(run *history.Run, res *checker.Result) error {
+	v, err := newView(run, res)
+	if err != nil {
+		return err
+	}
+	if run.Dir == "" {
+		return fmt.Errorf("reports: run has no directory")
+	}
+	var rj, md, page, ju bytes.Buffer
+	if err := writeJSON(&rj, v.results()); err != nil {
+		return fmt.Errorf("reports: %s: %w", ResultsFile, err)
+	}
+	v.markdown(&md)
+	if err := v.html(&page); err != nil {
+		return fmt.Errorf("reports: %s: %w", HTMLFile, err)
+	}
+	if err := v.junit(&ju); err != nil {
+		return fmt.Errorf("reports: %s: %w", JUnitFile, err)
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{ResultsFile, rj.Bytes()}, {MarkdownFile, md.Bytes()}, {HTMLFile, page.Bytes()}, {JUnitFile, ju.Bytes()}} {
+		if err := writeFile(filepath.Join(run.Dir, f.name), f.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
+}
+
+// link is a file of the run directory, for the reports' file lists.
+type link struct {
+	Name, Href, What string
+}
+
+// links lists the run directory's files: the reports, the visualizations of failing
+// checks, then the raw inputs that exist.
+func (v *view) links() []link {
+	out := []link{
+		{HTMLFile, HTMLFile, "this report with the timeline"},
+		{MarkdownFile, MarkdownFile, "this report in Markdown"},
+		{ResultsFile, ResultsFile, "machine-readable results (schema " + Schema + ")"},
+		{JUnitFile, JUnitFile, "one test case per check, for CI"},
+	}
+	for _, c := range v.res.Checks {
+		if c.Visualization != "" {
+			out = append(out, link{c.Visualization, c.Visualization, "porcupine visualization of the failing piece (" + c.Name + ")"})
+		}
+	}
+	for _, f := range v.files {
+		what := ""
+		switch {
+		case f == history.RunInfoFile:
+			what = "how the run was made"
+		case f == "schedule.json":
+			what = "the fault schedule generated from the seed"
+		case f == history.FaultsFile:
+			what = "the faults as injected and healed"
+		case f == history.StoreFile:
+			what = "the final read of the store, with the sink and the audit stream"
+		case strings.HasPrefix(f, history.HistoryDir+"/"):
+			what = "history of " + strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		case strings.HasPrefix(f, history.LogsDir+"/"):
+			what = "log of " + strings.TrimSuffix(filepath.Base(f), ".log")
+		}
+		out = append(out, link{f, f, what})
+	}
+	return out
+}
+
+// allFiles lists, for results.json, the raw files, the visualizations and the reports.
+func (v *view) allFiles() []string {
+	out := slices.Clone(v.files)
+	for _, c := range v.res.Checks {
+		if c.Visualization != "" {
+			out = append(out, c.Visualization)
+		}
+	}
+	out = append(out, ResultsFile, MarkdownFile, HTMLFile, JUnitFile)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
