@@ -12,7 +12,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps clean
+.PHONY: all build test lint bench chaos check-deps clean images docker-prune validate validate-short
 
 all: build
 
@@ -40,9 +40,18 @@ test: check-deps lint
 bench: check-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
-chaos: check-deps build
+chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(FENCELINE) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
 	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT)
 
+# images builds the docker backend's images from this checkout, FROM scratch: nothing is
+# pulled; an image whose inputs did not change is not rebuilt.
+images: check-deps
+	$(GO) run ./docker/cmd/images
+
+# docker-prune removes the containers and networks that killed runs left behind (images stay).
+docker-prune:
+	$(GO) run ./docker/cmd/images -prune
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) docker/build

@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/docker"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
@@ -27,7 +29,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(nemesis.Known)+", partition (both flavours), all, none")
 	seed := fs.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the fault schedule")
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
-	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1)")
+	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
@@ -46,75 +48,147 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
 	}
-	if *nodes < 1 || *duration < 0 || *lease < 100*time.Millisecond {
-		fmt.Fprintln(stderr, "fenceline chaos: need --nodes >= 1, --duration >= 0 and --lease-ttl >= 100ms")
-		return exitUsage
+	spec := chaosSpec{
+		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
+		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Out: *out,
+		Binary: *binary, Quiet: *quiet,
 	}
-	if err := checkVariant(*variant); err != nil {
+	if err := spec.prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
-	}
-	bin := *binary
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
-			fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
-			return exitUsage
-		}
-	}
-	start, backendName, err := pickBackend(*backend, bin)
-	if err != nil {
-		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
-		return exitUsage
-	}
-
-	dir, err := newRunDir(*out, *seed)
-	if err != nil {
-		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
-		return exitUsage
-	}
-	logLevel := slog.LevelInfo
-	if *quiet {
-		logLevel = slog.LevelWarn
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
-	cfg := harness.Config{
-		Dir: dir, Seed: *seed, Duration: *duration, Nodes: *nodes, Nemeses: kinds,
-		Workload: wl, Backend: backendName, Start: start, Logger: logger,
-		Node:     cluster.NodeOptions{LeaseTTL: *lease, Variant: variantArg(*variant)},
-		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	// Ctrl-C cancels the run; the harness still heals, stops the nodes, reads the store
 	// and writes what was recorded. A second Ctrl-C is ignored until cleanup is done.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stderr, "fenceline chaos: run directory %s (seed %d)\n", dir, *seed)
+	return spec.run(ctx, stdout, stderr).Code
+}
+
+// chaosSpec is one chaos run: what `fenceline chaos` makes of its flags, and what
+// `fenceline validate` runs for each variant and seed of its matrix.
+type chaosSpec struct {
+	// Cmd names the subcommand in messages ("chaos", "validate").
+	Cmd      string
+	Duration time.Duration
+	Nodes    int
+	Nemeses  []string // fault kinds, as nemesis.ParseList returns them
+	Seed     int64
+	Workload workloads.Workload
+	Backend  string
+	LeaseTTL time.Duration
+	Variant  string
+	// Out is the directory that receives the run directory.
+	Out string
+	// Binary is the fenceline binary the nodes run; prepare fills it with this
+	// executable when it is empty.
+	Binary string
+	// Quiet logs only warnings of the harness.
+	Quiet bool
+
+	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
+}
+
+// prepare checks the spec and resolves its binary and backend. Its errors are usage
+// errors.
+func (s *chaosSpec) prepare() error {
+	if s.Nodes < 1 || s.Duration < 0 || s.LeaseTTL < 100*time.Millisecond {
+		return errors.New("need --nodes >= 1, --duration >= 0 and --lease-ttl >= 100ms")
+	}
+	if err := checkVariant(s.Variant); err != nil {
+		return err
+	}
+	if s.Binary == "" {
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		s.Binary = bin
+	}
+	start, name, err := pickBackend(s.Backend, s.Binary)
+	if err != nil {
+		return err
+	}
+	s.start, s.Backend = start, name
+	return nil
+}
+
+// chaosOutcome is what one chaos run produced.
+type chaosOutcome struct {
+	// Dir is the run directory; "" if it could not be created.
+	Dir string
+	// Code is the exit code of `fenceline chaos` for the run.
+	Code int
+	// Result is the checker's result; nil if the run was not checked.
+	Result *checker.Result
+	// RunErr is the harness's error, if any: it wraps harness.ErrIncomplete when the run
+	// could not be completed.
+	RunErr error
+}
+
+// run makes the run directory under s.Out, runs the harness, checks the run, writes
+// its report and prints the summary to stdout. It blocks until all of that is done,
+// also when ctx is cancelled (the harness then heals and cleans up first). s must
+// have been prepared.
+func (s chaosSpec) run(ctx context.Context, stdout, stderr io.Writer) chaosOutcome {
+	dir, err := newRunDir(s.Out, s.Seed)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+		return chaosOutcome{Code: exitUsage, RunErr: err}
+	}
+	logLevel := slog.LevelInfo
+	if s.Quiet {
+		logLevel = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	cfg := harness.Config{
+		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
+		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
+		Node:     cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant)},
+		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
+	}
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
 	runErr := harness.Run(ctx, cfg)
 	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
-		fmt.Fprintf(stderr, "fenceline chaos: %v\n", runErr)
-		return exitUsage
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
+		return chaosOutcome{Dir: dir, Code: exitUsage, RunErr: runErr}
 	}
 	if runErr != nil {
-		fmt.Fprintf(stderr, "fenceline chaos: %v\n", runErr)
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
 	}
-	code := checkAndReport(dir, stdout, stderr)
+	code, res := checkRun(dir, stdout, stderr)
 	if runErr != nil && code == exitOK {
 		// A run that could not be completed is never a pass.
 		code = exitUnknown
 	}
-	return code
+	return chaosOutcome{Dir: dir, Code: code, Result: res, RunErr: runErr}
 }
 
 // pickBackend returns the function that starts the chosen backend.
 func pickBackend(name, bin string) (func(context.Context, cluster.Spec) (cluster.Cluster, error), string, error) {
 	switch name {
+	case "auto":
+		if docker.EngineAvailable(context.Background()) {
+			return pickBackend("docker", bin)
+		}
+		return pickBackend("local", bin)
+	case "docker":
+		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+			c, err := docker.Start(ctx, docker.Config{Spec: spec})
+			if err != nil {
+				return nil, err // a plain nil: a typed nil *docker.Cluster is not a nil Cluster
+			}
+			return c, nil
+		}, "docker", nil
 	case "local":
 		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
-			return cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
+			c, err := cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
 		}, "local", nil
-	case "docker":
-		return nil, "", errors.New("the docker backend is not built yet; use --backend local")
 	}
-	return nil, "", fmt.Errorf("unknown backend %q (local)", name)
+	return nil, "", fmt.Errorf("unknown backend %q (local, docker, auto)", name)
 }
 
 // newRunDir creates <out>/<UTC timestamp>-<seed> and points <out>/latest at it.

@@ -1,0 +1,805 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/moby/moby/api/types/container"
+	mobynet "github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/history"
+)
+
+// Labels on every container and network of a run.
+const (
+	// LabelRun carries the run id: `docker ps -a --filter label=fenceline.run=<id>`.
+	LabelRun = "fenceline.run"
+	// LabelRole is "redis", "toxiproxy", "source", a node id or "network".
+	LabelRole = "fenceline.role"
+)
+
+// Ports inside the containers. Proxies listen in the toxiproxy container on
+// redisProxyBase+i (node i's link to Redis) and sourceProxyBase+i (to the source).
+const (
+	redisPort       = "6379/tcp"
+	toxiAPIPort     = "8474/tcp"
+	sourcePort      = "8000/tcp"
+	controlPort     = "9100/tcp"
+	redisProxyBase  = 10000
+	sourceProxyBase = 11000
+)
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+// Cluster is a fenceline cluster of containers on a private Docker network: Redis,
+// toxiproxy, the event source and the nodes. It implements cluster.Cluster; its methods
+// are safe for concurrent use.
+type Cluster struct {
+	cfg     Config
+	dir     string // absolute run directory
+	log     *slog.Logger
+	cli     *client.Client
+	toxi    *toxiproxy.Client
+	network string
+
+	// ctx lives until Close: log followers and exit watchers run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	redis, toxiproxy, source *box
+	nodes                    map[string]*box
+	ids                      []string
+
+	mu sync.Mutex // guards every box's addr, exited and paused
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// box is one container of the run.
+type box struct {
+	role  string // "redis", "toxiproxy", "source" or a node id
+	name  string // container name
+	port  string // the container port published on 127.0.0.1
+	probe func(ctx context.Context, addr string) error
+	log   *logFile
+
+	op sync.Mutex // serializes start, stop, kill, pause and resume of this container
+
+	id     string        // set once created
+	addr   string        // 127.0.0.1:<host port> of the current incarnation (Cluster.mu)
+	exited chan struct{} // closed when the current incarnation exits; nil before the first start (Cluster.mu)
+	paused bool          // (Cluster.mu)
+}
+
+var _ cluster.Cluster = (*Cluster)(nil)
+
+// Start starts a cluster from the locally built images (see BuildImages): it creates a
+// network for the run, starts Redis, toxiproxy and the event source, creates each node's
+// two proxies through the toxiproxy API, starts the nodes and waits until every
+// container answers. Node i reaches Redis and the source only through its proxies, by
+// the network alias toxiproxy. On error, everything already created is removed; the
+// images are kept.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	for _, d := range []string{history.HistoryDir, history.LogsDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+	}
+	cli, err := connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkImages(ctx, cli); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, dir: dir, log: cfg.Logger, cli: cli, nodes: map[string]*box{}, ids: cluster.NodeIDs(cfg.Nodes)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			if cerr := c.Close(context.Background()); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}()
+	t0 := time.Now()
+	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels("network")))
+	if err != nil {
+		return nil, fmt.Errorf("docker: network: %w", err)
+	}
+	c.network = nw.Name
+
+	c.redis = c.newBox("redis", redisPort, probeRedis)
+	c.toxiproxy = c.newBox("toxiproxy", toxiAPIPort, probeHTTP("/version"))
+	c.source = c.newBox("source", sourcePort, probeHTTP("/health"))
+	for _, id := range c.ids {
+		c.nodes[id] = c.newBox(id, controlPort, probeHTTP("/health"))
+	}
+	if err := c.openLogs(); err != nil {
+		return nil, err
+	}
+
+	// Redis, toxiproxy (and the proxies), the source and the nodes' containers in
+	// parallel; then the nodes, once what they connect to is there.
+	var redisCmd []string // the image's default: AOF on
+	if cfg.NoPersistence {
+		redisCmd = []string{"--protected-mode", "no", "--save", "", "--appendonly", "no"}
+	}
+	sourceCmd := []string{"source", "--listen", "0.0.0.0:" + portNum(sourcePort),
+		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64)}
+	steps := []func() error{
+		func() error { return c.createAndStart(ctx, c.redis, ImageRedis, redisCmd, nil) },
+		func() error { return c.createAndStart(ctx, c.source, ImageFenceline, sourceCmd, nil) },
+		func() error {
+			if err := c.createAndStart(ctx, c.toxiproxy, ImageToxiproxy, nil, nil); err != nil {
+				return err
+			}
+			c.toxi = toxiproxy.NewClient("http://" + c.addr(c.toxiproxy))
+			return c.createProxies()
+		},
+	}
+	historyBind := []string{filepath.Join(dir, history.HistoryDir) + ":/history"}
+	for i, id := range c.ids {
+		args := cfg.Node.Args(id,
+			net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1)),
+			"http://"+net.JoinHostPort("toxiproxy", strconv.Itoa(sourceProxyBase+i+1)),
+			"0.0.0.0:"+portNum(controlPort), "", "/history/"+id+".jsonl")
+		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], ImageFenceline, args, historyBind) })
+	}
+	if err := parallel(steps...); err != nil {
+		return nil, err
+	}
+	steps = steps[:0]
+	for _, id := range c.ids {
+		steps = append(steps, func() error { return c.StartNode(ctx, id) })
+	}
+	if err := parallel(steps...); err != nil {
+		return nil, err
+	}
+	c.log.Info("cluster-started", slog.String("run", cfg.RunID), slog.Int("nodes", cfg.Nodes),
+		slog.Duration("took", time.Since(t0)))
+	return c, nil
+}
+
+func (c *Cluster) newBox(role, port string, probe func(context.Context, string) error) *box {
+	return &box{role: role, name: "fenceline-" + c.cfg.RunID + "-" + role, port: port, probe: probe}
+}
+
+func (c *Cluster) labels(role string) map[string]string {
+	return map[string]string{LabelRun: c.cfg.RunID, LabelRole: role}
+}
+
+func (c *Cluster) boxes() []*box {
+	var all []*box
+	for _, b := range []*box{c.redis, c.toxiproxy, c.source} {
+		if b != nil {
+			all = append(all, b)
+		}
+	}
+	for _, id := range c.ids {
+		if b := c.nodes[id]; b != nil {
+			all = append(all, b)
+		}
+	}
+	return all
+}
+
+func (c *Cluster) openLogs() error {
+	for _, b := range c.boxes() {
+		l, err := openLog(filepath.Join(c.dir, history.LogsDir, b.role+".log"))
+		if err != nil {
+			return fmt.Errorf("docker: %w", err)
+		}
+		b.log = l
+	}
+	return nil
+}
+
+// create creates b's container (not started) on the run's network, with b.role as its
+// network alias and b.port published on 127.0.0.1 only. Nodes run as the invoking user,
+// so that their history files in the bind-mounted run directory belong to that user.
+func (c *Cluster) create(ctx context.Context, b *box, image string, cmd, binds []string) error {
+	port := mobynet.MustParsePort(b.port)
+	req := testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image:          image,
+			Name:           b.name,
+			Cmd:            cmd,
+			Labels:         c.labels(b.role),
+			Networks:       []string{c.network},
+			NetworkAliases: map[string][]string{c.network: {b.role}},
+			ExposedPorts:   []string{b.port},
+			HostConfigModifier: func(hc *container.HostConfig) {
+				hc.Binds = binds
+				hc.PortBindings = mobynet.PortMap{port: {{HostIP: loopback}}}
+			},
+		},
+		Logger: tcLogger{c.log},
+	}
+	if binds != nil {
+		req.ConfigModifier = func(cc *container.Config) { cc.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()) }
+	}
+	tc, err := testcontainers.GenericContainer(ctx, req)
+	if err != nil {
+		return fmt.Errorf("docker: create %s: %w", b.role, err)
+	}
+	b.id = tc.GetContainerID()
+	return nil
+}
+
+func (c *Cluster) createAndStart(ctx context.Context, b *box, image string, cmd, binds []string) error {
+	if err := c.create(ctx, b, image, cmd, binds); err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	return c.start(ctx, b)
+}
+
+// start starts b's container (for the first time or again: the same container keeps its
+// writable layer), watches for its exit, reads its published port again (it can change
+// across restarts), follows its log and waits until it answers. The caller holds b.op.
+func (c *Cluster) start(ctx context.Context, b *box) error {
+	if _, err := c.cli.ContainerStart(ctx, b.id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("docker: start %s: %w", b.role, err)
+	}
+	exited := make(chan struct{})
+	w := c.cli.ContainerWait(c.ctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	c.wg.Go(func() {
+		defer close(exited)
+		select {
+		case <-w.Result:
+		case err := <-w.Error:
+			if c.ctx.Err() == nil {
+				c.log.Warn("container-wait", slog.String("container", b.role), slog.Any("err", err))
+			}
+		}
+	})
+	b.log.follow(c.ctx, &c.wg, c.cli, b.id)
+	addr, err := c.hostAddr(ctx, b)
+	c.mu.Lock()
+	b.addr, b.exited, b.paused = addr, exited, false
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.log.Info("container-started", slog.String("container", b.role), slog.String("addr", addr))
+	return c.waitReady(ctx, b, addr, exited)
+}
+
+// hostAddr reads the host address b.port is published on now.
+func (c *Cluster) hostAddr(ctx context.Context, b *box) (string, error) {
+	ins, err := c.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("docker: inspect %s: %w", b.role, err)
+	}
+	if ns := ins.Container.NetworkSettings; ns != nil {
+		for _, pb := range ns.Ports[mobynet.MustParsePort(b.port)] {
+			if pb.HostPort != "" {
+				return net.JoinHostPort(loopback.String(), pb.HostPort), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("docker: %s: port %s is not published", b.role, b.port)
+}
+
+func (c *Cluster) waitReady(ctx context.Context, b *box, addr string, exited <-chan struct{}) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	for {
+		err := b.probe(wctx, addr)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("docker: %s exited at start; its last lines:\n%s", b.role, tail(c.ctx, c.cli, b.id, 10))
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("docker: waiting for %s: %w", b.role, ctx.Err())
+			}
+			return fmt.Errorf("docker: %s did not answer at %s within %v: %v", b.role, addr, c.cfg.StartTimeout, err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// createProxies creates node i's two proxies, listening on all interfaces inside the
+// toxiproxy container.
+func (c *Cluster) createProxies() error {
+	for i, id := range c.ids {
+		if _, err := c.toxi.CreateProxy(c.RedisProxy(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
+			return fmt.Errorf("docker: proxy %s: %w", c.RedisProxy(id), err)
+		}
+		if _, err := c.toxi.CreateProxy(c.SourceProxy(id), "0.0.0.0:"+strconv.Itoa(sourceProxyBase+i+1), "source:"+portNum(sourcePort)); err != nil {
+			return fmt.Errorf("docker: proxy %s: %w", c.SourceProxy(id), err)
+		}
+	}
+	return nil
+}
+
+// RunID is the run's id: the value of the fenceline.run label on its containers and
+// network.
+func (c *Cluster) RunID() string { return c.cfg.RunID }
+
+// Dir is the run directory the cluster writes to.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Nodes implements cluster.Cluster.
+func (c *Cluster) Nodes() []string { return append([]string(nil), c.ids...) }
+
+func (c *Cluster) node(id string) (*box, error) {
+	b, ok := c.nodes[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", cluster.ErrUnknownNode, id)
+	}
+	return b, nil
+}
+
+// state returns b's current incarnation: its exit channel, whether it is paused and its
+// address. running is false before the first start and after the exit.
+func (c *Cluster) state(b *box) (exited chan struct{}, paused, running bool, addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exited, paused, addr = b.exited, b.paused, b.addr
+	if exited == nil {
+		return nil, false, false, addr
+	}
+	select {
+	case <-exited:
+		return exited, false, false, addr
+	default:
+		return exited, paused, true, addr
+	}
+}
+
+func (c *Cluster) addr(b *box) string {
+	_, _, _, addr := c.state(b)
+	return addr
+}
+
+func (c *Cluster) setPaused(b *box, p bool) {
+	c.mu.Lock()
+	b.paused = p
+	c.mu.Unlock()
+}
+
+// running returns node id if its container runs (paused counts as running).
+func (c *Cluster) running(id string) (*box, error) {
+	b, err := c.node(id)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, ok, _ := c.state(b); !ok {
+		return nil, fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
+	}
+	return b, nil
+}
+
+// StartNode implements cluster.Cluster: it starts the node's container again (the same
+// container: same name, same history file) and waits until its control endpoint answers.
+func (c *Cluster) StartNode(ctx context.Context, id string) error {
+	b, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, _, ok, _ := c.state(b); ok {
+		return fmt.Errorf("%w: %s", cluster.ErrRunning, id)
+	}
+	return c.start(ctx, b)
+}
+
+// StopNode implements cluster.Cluster: SIGTERM (a paused container is thawed so that it
+// can release its lease), then SIGKILL if it has not exited within Config.StopGrace.
+func (c *Cluster) StopNode(ctx context.Context, id string) error {
+	b, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	exited, paused, ok, _ := c.state(b)
+	if !ok {
+		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
+	}
+	if err := c.kill(ctx, b, "TERM"); err != nil {
+		return err
+	}
+	if paused {
+		if _, err := c.cli.ContainerUnpause(ctx, b.id, client.ContainerUnpauseOptions{}); err != nil {
+			c.log.Warn("unpause", slog.String("container", id), slog.Any("err", err))
+		}
+		c.setPaused(b, false)
+	}
+	if waitClosed(ctx, exited, c.cfg.StopGrace) {
+		return nil
+	}
+	_ = c.kill(context.WithoutCancel(ctx), b, "KILL")
+	if !waitClosed(context.WithoutCancel(ctx), exited, 10*time.Second) {
+		return fmt.Errorf("docker: %s did not exit after SIGKILL", id)
+	}
+	return fmt.Errorf("docker: %s did not exit within %v of SIGTERM; killed", id, c.cfg.StopGrace)
+}
+
+// KillNode implements cluster.Cluster: SIGKILL, which the engine delivers to a paused
+// container by thawing it.
+func (c *Cluster) KillNode(ctx context.Context, id string) error {
+	b, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, _, ok, _ := c.state(b); !ok {
+		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
+	}
+	return c.killWait(ctx, b)
+}
+
+func (c *Cluster) killWait(ctx context.Context, b *box) error {
+	exited, _, _, _ := c.state(b)
+	if err := c.kill(ctx, b, "KILL"); err != nil {
+		return err
+	}
+	c.setPaused(b, false)
+	if !waitClosed(ctx, exited, 10*time.Second) {
+		return fmt.Errorf("docker: %s did not exit within 10s of SIGKILL", b.role)
+	}
+	return nil
+}
+
+func (c *Cluster) kill(ctx context.Context, b *box, sig string) error {
+	if _, err := c.cli.ContainerKill(ctx, b.id, client.ContainerKillOptions{Signal: sig}); err != nil {
+		if _, _, ok, _ := c.state(b); !ok {
+			return nil // it exited meanwhile
+		}
+		return fmt.Errorf("docker: kill -%s %s: %w", sig, b.role, err)
+	}
+	c.log.Info("container-signalled", slog.String("container", b.role), slog.String("signal", sig))
+	return nil
+}
+
+// PauseNode implements cluster.Cluster with `docker pause`: the cgroup freezer. The node
+// cannot observe it; connections to it are accepted by the kernel and then hang.
+func (c *Cluster) PauseNode(ctx context.Context, id string) error {
+	b, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, paused, ok, _ := c.state(b); !ok {
+		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
+	} else if paused {
+		return nil
+	}
+	if _, err := c.cli.ContainerPause(ctx, b.id, client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("docker: pause %s: %w", id, err)
+	}
+	c.setPaused(b, true)
+	return nil
+}
+
+// ResumeNode implements cluster.Cluster (`docker unpause`). Resuming a node that is not
+// paused does nothing, as SIGCONT to a running process does nothing.
+func (c *Cluster) ResumeNode(ctx context.Context, id string) error {
+	b, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, paused, ok, _ := c.state(b); !ok {
+		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
+	} else if !paused {
+		return nil
+	}
+	if _, err := c.cli.ContainerUnpause(ctx, b.id, client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("docker: unpause %s: %w", id, err)
+	}
+	c.setPaused(b, false)
+	return nil
+}
+
+// Running implements cluster.Cluster: the node's container runs (paused counts).
+func (c *Cluster) Running(id string) bool {
+	_, err := c.running(id)
+	return err == nil
+}
+
+// ControlAddr is node id's control endpoint as the runner reaches it (127.0.0.1:<port>).
+// It changes when the node is restarted.
+func (c *Cluster) ControlAddr(id string) string {
+	b, err := c.node(id)
+	if err != nil {
+		return ""
+	}
+	return c.addr(b)
+}
+
+// NodeStatus implements cluster.Cluster through the node's published control port.
+func (c *Cluster) NodeStatus(ctx context.Context, id string) (cluster.NodeStatus, error) {
+	b, err := c.running(id)
+	if err != nil {
+		return cluster.NodeStatus{}, err
+	}
+	return cluster.GetStatus(ctx, c.addr(b))
+}
+
+// SetClock implements cluster.Cluster through the node's published control port.
+func (c *Cluster) SetClock(ctx context.Context, id string, offset time.Duration, rate float64) error {
+	b, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return cluster.PostClock(ctx, c.addr(b), offset, rate)
+}
+
+// KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
+// file stays in the container's writable layer.
+func (c *Cluster) KillRedis(ctx context.Context) error {
+	b := c.redis
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, _, ok, _ := c.state(b); !ok {
+		return nil
+	}
+	return c.killWait(ctx, b)
+}
+
+// StartRedis implements cluster.Cluster: it starts the same Redis container again and
+// waits until it answers PING (after loading its append-only file). Its published port
+// may change: RedisAddr says where it is now.
+func (c *Cluster) StartRedis(ctx context.Context) error {
+	b := c.redis
+	b.op.Lock()
+	defer b.op.Unlock()
+	if _, _, ok, _ := c.state(b); ok {
+		return nil
+	}
+	return c.start(ctx, b)
+}
+
+// RedisAddr implements cluster.Cluster: Redis's published port on 127.0.0.1, bypassing
+// every proxy. It changes when Redis is restarted.
+func (c *Cluster) RedisAddr() string { return c.addr(c.redis) }
+
+// Toxiproxy implements cluster.Cluster: a client of the toxiproxy API on its published
+// port.
+func (c *Cluster) Toxiproxy() *toxiproxy.Client { return c.toxi }
+
+// RedisProxy implements cluster.Cluster.
+func (c *Cluster) RedisProxy(id string) string { return id + "-redis" }
+
+// SourceProxy implements cluster.Cluster.
+func (c *Cluster) SourceProxy(id string) string { return id + "-source" }
+
+// Close implements cluster.Cluster: it kills every container of the run, lets the log
+// followers write their last lines, and removes the containers and the network (found
+// by the run's label, so also those of a start that failed half-way). The images are
+// kept. Close runs even when ctx is already cancelled (an interrupted run must still
+// clean up); it gives itself at most a minute. It is idempotent.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() { c.closeErr = c.close(ctx) })
+	return c.closeErr
+}
+
+func (c *Cluster) close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	all := c.boxes()
+	for _, b := range all {
+		if b.id != "" {
+			if _, _, ok, _ := c.state(b); ok {
+				_, _ = c.cli.ContainerKill(ctx, b.id, client.ContainerKillOptions{Signal: "KILL"})
+			}
+		}
+	}
+	for _, b := range all {
+		if exited, _, _, _ := c.state(b); exited != nil {
+			waitClosed(ctx, exited, 10*time.Second)
+		}
+		if b.log != nil {
+			b.log.wait(5 * time.Second)
+		}
+	}
+	_, err := removeRun(ctx, c.cli, c.cfg.RunID)
+	c.cancel()
+	c.wg.Wait()
+	for _, b := range all {
+		if b.log != nil {
+			b.log.close()
+		}
+	}
+	c.cli.Close()
+	c.log.Info("cluster-removed", slog.String("run", c.cfg.RunID))
+	return err
+}
+
+// RemoveRuns removes every container and network labelled with run id runID, or of every
+// fenceline run when runID is "": what a runner killed with SIGKILL left behind. Images
+// are kept. It returns how many objects it removed.
+func RemoveRuns(ctx context.Context, runID string) (int, error) {
+	cli, err := connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	return removeRun(ctx, cli, runID)
+}
+
+func removeRun(ctx context.Context, cli *client.Client, runID string) (int, error) {
+	label := LabelRun
+	if runID != "" {
+		label += "=" + runID
+	}
+	f := make(client.Filters).Add("label", label)
+	removed := 0
+	var errs []error
+	// A create that was in flight when a start was cancelled can land after the first
+	// listing: list again until a pass finds nothing (a few passes at most).
+	for pass := 0; pass < 4; pass++ {
+		if pass > 0 {
+			time.Sleep(250 * time.Millisecond)
+		}
+		errs = errs[:0]
+		found := 0
+		cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		if err != nil {
+			return removed, fmt.Errorf("docker: list containers: %w", err)
+		}
+		for _, ct := range cs.Items {
+			found++
+			if _, err := cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+				errs = append(errs, fmt.Errorf("docker: remove container %s: %w", ct.ID[:12], err))
+			} else {
+				removed++
+			}
+		}
+		ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+		if err != nil {
+			return removed, fmt.Errorf("docker: list networks: %w", err)
+		}
+		for _, n := range ns.Items {
+			found++
+			if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
+			} else {
+				removed++
+			}
+		}
+		if found == 0 && pass > 0 {
+			break
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// checkImages fails with a hint when an image is missing: nothing can be pulled.
+func checkImages(ctx context.Context, cli *client.Client) error {
+	var missing []string
+	for _, img := range Images {
+		if _, err := cli.ImageInspect(ctx, img); err != nil {
+			missing = append(missing, img)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s (build them with 'make images'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ErrNoImages is returned by Start when an image is missing.
+var ErrNoImages = errors.New("docker: images not built")
+
+// waitClosed waits for ch to close, at most d or until ctx ends; it reports whether ch
+// closed.
+func waitClosed(ctx context.Context, ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// parallel runs the steps at once and returns their errors joined.
+func parallel(steps ...func() error) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Go(func() { errs[i] = s() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func portNum(p string) string { n, _, _ := strings.Cut(p, "/"); return n }
+
+// probeHTTP answers nil when GET path answers 200.
+func probeHTTP(path string) func(context.Context, string) error {
+	return func(ctx context.Context, addr string) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return nil
+	}
+}
+
+// probeRedis answers nil when Redis answers PING with PONG (not LOADING).
+func probeRedis(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING: %s", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// tcLogger sends testcontainers-go's messages to our logger at debug level.
+type tcLogger struct{ l *slog.Logger }
+
+func (t tcLogger) Printf(format string, v ...any) {
+	t.l.Debug("testcontainers", slog.String("msg", strings.TrimSpace(fmt.Sprintf(format, v...))))
+}
