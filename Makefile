@@ -12,7 +12,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps clean images docker-prune validate validate-short
+.PHONY: all build test lint bench chaos check-deps clean images docker-prune validate validate-short bench-checker
 
 all: build
 
@@ -39,6 +39,13 @@ test: check-deps lint
 
 bench: check-deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+
+# bench-checker writes a simulated 1,000,000-operation run and times `fenceline check` on
+# it, the whole command: loading, checking, writing the report.
+bench-checker: build
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	FENCELINE_WRITE_RUN=$$d/run FENCELINE_OPS=1000000 $(GO) test -count=1 -run TestWriteBigRun ./checker/ >/dev/null && \
+	/usr/bin/time -f '1M-operation history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(FENCELINE) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \

@@ -155,7 +155,12 @@ func (r *Recorder) Err() error {
 // It stops at the first malformed line and names it. Record writes each line with one
 // write call, so even a node killed with SIGKILL leaves no torn line to excuse.
 func Read(rd io.Reader, name string) ([]Event, error) {
-	var out []Event
+	return readInto(rd, name, nil)
+}
+
+// readInto is Read appending to dst, so that a caller that knows how many events to
+// expect can read without the slice growing (and doubling) as it goes.
+func readInto(rd io.Reader, name string, out []Event) ([]Event, error) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	line := 0

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,7 +110,6 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	sort.Strings(files)
-	histories := make([][]Event, len(files))
 	var (
 		st     Store
 		stErr  error
@@ -117,24 +117,16 @@ func LoadRun(dir string) (*Run, error) {
 		auErr  error
 		faults []Event
 		fErr   error
-		errs   = make([]error, len(files))
 		wg     sync.WaitGroup
 	)
-	for i, f := range files {
-		wg.Go(func() {
-			if histories[i], errs[i] = ReadFile(f); errs[i] == nil {
-				SortByTime(histories[i])
-			}
-		})
-	}
 	wg.Go(func() { stErr = readJSON(filepath.Join(dir, StoreFile), &st) })
 	wg.Go(func() { audit, auErr = readAudit(filepath.Join(dir, AuditFile)) })
 	wg.Go(func() { faults, fErr = ReadFile(filepath.Join(dir, FaultsFile)) })
+	r.Events, err = readHistories(files)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	r.Events = merge(histories)
 	switch {
 	case fErr == nil:
 		r.Faults = faults
@@ -160,30 +152,80 @@ func LoadRun(dir string) (*Run, error) {
 	return r, nil
 }
 
-// merge merges time-ordered histories into one, as a stable sort of their concatenation
-// would order it, dropping each input as soon as it is used up so that a long run is not
-// held in memory twice.
-func merge(hs [][]Event) []Event {
-	n := 0
-	for _, h := range hs {
-		n += len(h)
+// readHistories reads history files into one slice ordered by time, as a stable sort of
+// their concatenation would order it. A long run's histories are hundreds of megabytes,
+// so it counts their lines first and reads every file, in parallel, into its own part of
+// one slice of exactly that size: no slice grows, and nothing is held twice.
+func readHistories(files []string) ([]Event, error) {
+	counts := make([]int, len(files))
+	total := 0
+	for i, f := range files {
+		n, err := countLines(f)
+		if err != nil {
+			return nil, err
+		}
+		counts[i], total = n, total+n
 	}
-	out := make([]Event, 0, n)
-	for {
-		best := -1
-		for i, h := range hs {
-			if len(h) > 0 && (best < 0 || h[0].Time < hs[best][0].Time) {
-				best = i
+	all := make([]Event, total)
+	parts := make([][]Event, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	off := 0
+	for i, f := range files {
+		// A full slice expression: a file that grew since it was counted reallocates its
+		// part instead of writing over the next one.
+		dst := all[off : off : off+counts[i]]
+		off += counts[i]
+		wg.Go(func() {
+			fh, err := os.Open(f)
+			if err != nil {
+				errs[i] = fmt.Errorf("history: %w", err)
+				return
 			}
+			defer fh.Close()
+			if parts[i], errs[i] = readInto(fh, f, dst); errs[i] == nil {
+				SortByTime(parts[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, p := range parts {
+		out = append(out, p...) // copies within all, towards its start, or from a reallocated part
+	}
+	SortByTime(out) // merges the sorted parts
+	return out, nil
+}
+
+// countLines counts the newline-terminated lines of a file (plus a last one without).
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	n, last := 0, byte('\n')
+	for {
+		k, err := f.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
 		}
-		if best < 0 {
-			return out
+		if err == io.EOF {
+			break
 		}
-		out = append(out, hs[best][0])
-		if hs[best] = hs[best][1:]; len(hs[best]) == 0 {
-			hs[best] = nil
+		if err != nil {
+			return 0, fmt.Errorf("history: %s: %w", path, err)
 		}
 	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
 }
 
 func readAudit(path string) ([]AuditEntry, error) {

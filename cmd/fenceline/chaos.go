@@ -27,7 +27,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 60*time.Second, "length of the chaos phase")
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(nemesis.Known)+", partition (both flavours), all, none")
-	seed := fs.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the fault schedule")
+	seed := fs.Int64("seed", 0, "seed of the fault schedule; the same seed gives the same schedule (0: pick one from the clock)")
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election")
@@ -37,6 +37,9 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if *seed == 0 {
+		*seed = time.Now().UnixNano()%1_000_000 + 1
 	}
 	kinds, err := nemesis.ParseList(*nem)
 	if err != nil {
