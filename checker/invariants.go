@@ -43,7 +43,7 @@ func (o *op) cursorAfter() int64 {
 // a commit acknowledged before another was invoked precedes it in any order.
 func staleWrite(p *parsed) CheckResult {
 	cr := CheckResult{Name: CheckStaleWrite, Verdict: Valid}
-	var bad []string
+	var bad []finding
 	if st := p.run.Store; st != nil {
 		maxTok, at := int64(math.MinInt64), -1
 		for i, a := range st.Audit {
@@ -51,8 +51,8 @@ func staleWrite(p *parsed) CheckResult {
 				continue
 			}
 			if a.Token < maxTok {
-				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s accepted with token %d after audit #%d (op %s) accepted token %d",
-					i, a.Node, a.Op, a.Token, at, st.Audit[at].Op, maxTok))
+				bad = append(bad, finding{p.commitTime(a.Op), fmt.Sprintf("audit #%d: %s op %s accepted with token %d after audit #%d (op %s) accepted token %d",
+					i, a.Node, a.Op, a.Token, at, st.Audit[at].Op, maxTok)})
 				continue
 			}
 			maxTok, at = a.Token, i
@@ -72,14 +72,14 @@ func staleWrite(p *parsed) CheckResult {
 			}
 		}
 		if o.token < maxTok {
-			bad = append(bad, fmt.Sprintf("%s, although %s was acknowledged before it was invoked", p.describe(o), p.describe(&p.ops[at])))
+			bad = append(bad, finding{o.opTime(), fmt.Sprintf("%s, although %s was acknowledged before it was invoked", p.describe(o), p.describe(&p.ops[at]))})
 		}
 	}
 	switch {
 	case len(bad) > 0:
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("%d commits accepted with a token lower than one already accepted", len(bad))
-		cr.Offending = capList(bad, maxOffending)
+		cr.setOffending(bad, maxOffending, p.runEnd())
 	case p.run.Store == nil:
 		cr.Verdict = Unknown
 		cr.Message = "no final store read, so no audit stream: the histories show no stale write, but only acknowledged commits were compared"
@@ -99,15 +99,15 @@ func uniqueTokens(p *parsed) CheckResult {
 		at   int64
 	}
 	owners := map[int64][]acq{}
-	var bad []string
+	var bad []finding
 	maxAcq := int64(0)
 	for _, l := range p.el {
 		if l.kind != history.KindAcquire || l.typ != history.OK {
 			continue
 		}
 		if prev := owners[l.token]; len(prev) > 0 {
-			bad = append(bad, fmt.Sprintf("token %d acquired by %s at %s and again by %s at %s",
-				l.token, p.nodes[prev[0].node], p.t(prev[0].at), p.nodes[l.node], p.t(l.ret)))
+			bad = append(bad, finding{l.ret, fmt.Sprintf("token %d acquired by %s at %s and again by %s at %s",
+				l.token, p.nodes[prev[0].node], p.t(prev[0].at), p.nodes[l.node], p.t(l.ret))})
 		}
 		owners[l.token] = append(owners[l.token], acq{l.node, l.ret})
 		maxAcq = max(maxAcq, l.token)
@@ -125,13 +125,13 @@ func uniqueTokens(p *parsed) CheckResult {
 			if len(own) > 0 {
 				who = p.nodes[own[0].node] + " acquired it"
 			}
-			bad = append(bad, fmt.Sprintf("%s: accepted with token %d, but %s", p.describe(o), o.token, who))
+			bad = append(bad, finding{o.opTime(), fmt.Sprintf("%s: accepted with token %d, but %s", p.describe(o), o.token, who)})
 		}
 	}
 	if len(bad) > 0 {
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, or an accepted commit under a token its node did not acquire", len(bad))
-		cr.Offending = capList(bad, maxOffending)
+		cr.setOffending(bad, maxOffending, p.runEnd())
 	} else {
 		cr.Message = fmt.Sprintf("%d tokens acquired, each once; all %d accepted commits carry a token their node acquired", len(owners), checked)
 	}
@@ -151,25 +151,31 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 		return cr
 	}
 	lo, hi := opts.InitialCursor+1, st.Cursor
-	var bad []string
+	// Violations seen only in the final read are timed by the commit that wrote the sink
+	// position or moved the cursor past the event, when the audit stream tells; else by
+	// the final read itself.
+	final := p.runEnd()
+	var bad []finding
+	var groups [][]finding // lost, duplicated, beyond the cursor: capped apart
 	if hi < lo-1 {
-		bad = append(bad, fmt.Sprintf("the final cursor %d is below the initial cursor %d", hi, opts.InitialCursor))
+		bad = append(bad, finding{final, fmt.Sprintf("the final cursor %d is below the initial cursor %d", hi, opts.InitialCursor)})
 	} else if n := hi - lo + 1; n > 1<<28 {
-		bad = append(bad, fmt.Sprintf("the final cursor %d is implausibly far from the initial cursor %d", hi, opts.InitialCursor))
+		bad = append(bad, finding{final, fmt.Sprintf("the final cursor %d is implausibly far from the initial cursor %d", hi, opts.InitialCursor)})
 	} else {
+		wrote, passed := p.sinkWriters(opts.InitialCursor)
 		seen := make([]uint8, n)
-		var lost, dup, outside []string
+		var lost, dup, outside []finding
 		firstMisplaced := -1
 		for i, id := range st.Sink {
 			if firstMisplaced < 0 && id != lo+int64(i) {
 				firstMisplaced = i
 			}
 			if id < lo || id > hi {
-				outside = append(outside, fmt.Sprintf("event %d at sink position %d is beyond the cursor range %d..%d", id, i, lo, hi))
+				outside = append(outside, finding{wrote(i), fmt.Sprintf("event %d at sink position %d is beyond the cursor range %d..%d", id, i, lo, hi)})
 				continue
 			}
 			if seen[id-lo] == 1 {
-				dup = append(dup, fmt.Sprintf("event %d applied twice (again at sink position %d)", id, i))
+				dup = append(dup, finding{wrote(i), fmt.Sprintf("event %d applied twice (again at sink position %d)", id, i)})
 			}
 			if seen[id-lo] < 255 {
 				seen[id-lo]++
@@ -177,16 +183,18 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 		}
 		for i, c := range seen {
 			if c == 0 {
-				lost = append(lost, fmt.Sprintf("event %d lost: below the cursor %d but not in the sink", lo+int64(i), hi))
+				lost = append(lost, finding{passed(lo + int64(i)), fmt.Sprintf("event %d lost: below the cursor %d but not in the sink", lo+int64(i), hi)})
 			}
 		}
-		bad = append(bad, capList(lost, 3)...)
-		bad = append(bad, capList(dup, 3)...)
-		bad = append(bad, capList(outside, 3)...)
-		if len(bad) == 0 && firstMisplaced >= 0 {
-			bad = append(bad, fmt.Sprintf("events out of order: sink position %d holds event %d, expected %d", firstMisplaced, st.Sink[firstMisplaced], lo+int64(firstMisplaced)))
+		for _, g := range [][]finding{lost, dup, outside} {
+			if len(g) > 0 {
+				groups = append(groups, g)
+			}
 		}
-		if len(bad) > 0 {
+		if len(lost)+len(dup)+len(outside) == 0 && firstMisplaced >= 0 {
+			bad = append(bad, finding{wrote(firstMisplaced), fmt.Sprintf("events out of order: sink position %d holds event %d, expected %d", firstMisplaced, st.Sink[firstMisplaced], lo+int64(firstMisplaced))})
+		}
+		if len(bad)+len(lost)+len(dup)+len(outside) > 0 {
 			cr.Message = fmt.Sprintf("the sink (%d entries) is not events %d..%d once each in order: %d lost, %d duplicated, %d beyond the cursor",
 				len(st.Sink), lo, hi, len(lost), len(dup), len(outside))
 		}
@@ -200,14 +208,14 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 				keys = append(keys, k)
 			}
 		}
-		var diff []string
+		var diff []finding
 		for _, k := range keys {
 			if got, exp := st.Balances[k], want[k]; got != exp {
-				diff = append(diff, fmt.Sprintf("balance of %q is %d, events %d..%d imply %d", k, got, lo, hi, exp))
+				diff = append(diff, finding{final, fmt.Sprintf("balance of %q is %d, events %d..%d imply %d", k, got, lo, hi, exp)})
 			}
 		}
 		if len(diff) > 0 {
-			bad = append(bad, capList(diff, 3)...)
+			groups = append(groups, diff)
 			if cr.Message == "" {
 				cr.Message = fmt.Sprintf("%d balances differ from those events %d..%d imply", len(diff), lo, hi)
 			} else {
@@ -216,8 +224,9 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 		}
 		balances = fmt.Sprintf("%d balances match", len(want))
 	}
-	if len(bad) > 0 {
-		cr.Verdict, cr.Offending = Invalid, capList(bad, 8)
+	if len(bad) > 0 || len(groups) > 0 {
+		cr.Verdict = Invalid
+		cr.setGroupedOffending(append(groups, bad), 3, 8, final)
 		return cr
 	}
 	cr.Message = fmt.Sprintf("the sink holds events %d..%d once each, in order; %s", lo, hi, balances)
@@ -229,7 +238,7 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 // finds a cursor below one an operation acknowledged before it was invoked).
 func cursorMonotonic(p *parsed, opts Options) CheckResult {
 	cr := CheckResult{Name: CheckCursorMonotonic, Verdict: Valid}
-	var bad []string
+	var bad []finding
 	if st := p.run.Store; st != nil {
 		cur, at := opts.InitialCursor, -1
 		for i, a := range st.Audit {
@@ -244,9 +253,9 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 			}
 			switch {
 			case a.To < cur || a.To < a.From:
-				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s moved the cursor back from %d (%s) to %d", i, a.Node, a.Op, cur, prev(), a.To))
+				bad = append(bad, finding{p.commitTime(a.Op), fmt.Sprintf("audit #%d: %s op %s moved the cursor back from %d (%s) to %d", i, a.Node, a.Op, cur, prev(), a.To)})
 			case a.From != cur:
-				bad = append(bad, fmt.Sprintf("audit #%d: %s op %s expecting cursor %d was accepted while the cursor was %d (%s)", i, a.Node, a.Op, a.From, cur, prev()))
+				bad = append(bad, finding{p.commitTime(a.Op), fmt.Sprintf("audit #%d: %s op %s expecting cursor %d was accepted while the cursor was %d (%s)", i, a.Node, a.Op, a.From, cur, prev())})
 			}
 			cur, at = a.To, i
 		}
@@ -266,14 +275,14 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 		}
 		seen := o.a // a load's cursor, or the cursor a commit found
 		if o.kind == kCommit && o.b < o.a {
-			bad = append(bad, fmt.Sprintf("%s: moves the cursor back", p.describe(o)))
+			bad = append(bad, finding{o.opTime(), fmt.Sprintf("%s: moves the cursor back", p.describe(o))})
 		}
 		if seen < maxCur {
 			prev := "the initial cursor"
 			if at >= 0 {
 				prev = p.describe(&p.ops[at])
 			}
-			bad = append(bad, fmt.Sprintf("%s: found cursor %d after %d was acknowledged by %s", p.describe(o), seen, maxCur, prev))
+			bad = append(bad, finding{o.opTime(), fmt.Sprintf("%s: found cursor %d after %d was acknowledged by %s", p.describe(o), seen, maxCur, prev)})
 		}
 	}
 	if st := p.run.Store; st != nil {
@@ -283,14 +292,15 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 			}
 		}
 		if st.Cursor < maxCur && at >= 0 {
-			bad = append(bad, fmt.Sprintf("the final store read found cursor %d after %d was acknowledged by %s", st.Cursor, maxCur, p.describe(&p.ops[at])))
+			// Observed at the final read, which follows every operation.
+			bad = append(bad, finding{p.runEnd(), fmt.Sprintf("the final store read found cursor %d after %d was acknowledged by %s", st.Cursor, maxCur, p.describe(&p.ops[at]))})
 		}
 	}
 	switch {
 	case len(bad) > 0:
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("the cursor moved backwards or skipped %d times", len(bad))
-		cr.Offending = capList(bad, maxOffending)
+		cr.setOffending(bad, maxOffending, p.runEnd())
 	case p.run.Store == nil:
 		cr.Verdict = Unknown
 		cr.Message = fmt.Sprintf("no final store read, so no audit stream; %d answered loads and commits never found the cursor behind an acknowledged one", answered)
@@ -333,6 +343,7 @@ func progress(p *parsed, opts Options) CheckResult {
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("the first commit after the final heal was accepted %v after it, beyond the bound %v", time.Duration(p.ops[first].ret-heal).Round(time.Millisecond), bound)
 		cr.Offending = []string{p.describe(&p.ops[first])}
+		cr.FirstViolation = heal + int64(bound) // when the bound ran out
 	case info.Interrupted != "":
 		cr.Verdict = Unknown
 		cr.Message = "no commit accepted after the final heal, but the run was interrupted: " + info.Interrupted
@@ -342,6 +353,7 @@ func progress(p *parsed, opts Options) CheckResult {
 	default:
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("no commit accepted within %v of the final heal at %s (the run ended %v after it)", bound, p.t(heal), time.Duration(end-heal).Round(time.Millisecond))
+		cr.FirstViolation = heal + int64(bound)
 	}
 	return cr
 }
@@ -363,22 +375,31 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 			}
 		}
 		if seen && (st.Cursor != cur || st.MaxToken != tok) {
-			bad = append(bad, fmt.Sprintf("the final store holds cursor=%d token=%d, but the audit's last accepted entry wrote cursor=%d token=%d", st.Cursor, st.MaxToken, cur, tok))
+			bad = append(bad, finding{p.runEnd(), fmt.Sprintf("the final store holds cursor=%d token=%d, but the audit's last accepted entry wrote cursor=%d token=%d", st.Cursor, st.MaxToken, cur, tok)})
 		}
 	}
+	missing := slices.Clone(p.auditMissing)
 	switch {
+	case len(bad) > 0 && p.volatile:
+		// The missing commits are explained by the truncation: listed, not timed.
+		cr.Verdict = Invalid
+		cr.Message = fmt.Sprintf("%d contradictions between the histories and the audit stream", len(bad))
+		byTime(missing)
+		cr.setOffending(bad, len(bad)+len(missing), p.runEnd())
+		cr.Offending = capList(append(cr.Offending, texts(missing, len(missing))...), maxOffending)
 	case len(bad) > 0:
 		cr.Verdict = Invalid
 		cr.Message = fmt.Sprintf("%d contradictions between the histories and the audit stream", len(bad))
-		cr.Offending = capList(append(bad, p.auditMissing...), maxOffending)
-	case len(p.auditMissing) > 0 && p.volatile:
+		cr.setOffending(append(bad, missing...), maxOffending, p.runEnd())
+	case len(missing) > 0 && p.volatile:
 		cr.Verdict = Unknown
-		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream, which a Redis restart without persistence truncated", len(p.auditMissing))
-		cr.Offending = capList(p.auditMissing, maxOffending)
-	case len(p.auditMissing) > 0:
+		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream, which a Redis restart without persistence truncated", len(missing))
+		byTime(missing)
+		cr.Offending = texts(missing, maxOffending)
+	case len(missing) > 0:
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream", len(p.auditMissing))
-		cr.Offending = capList(p.auditMissing, maxOffending)
+		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream", len(missing))
+		cr.setOffending(missing, maxOffending, p.runEnd())
 	default:
 		cr.Message = fmt.Sprintf("%d audit entries agree with the %d recorded commits; %d unknown outcomes resolved", len(st.Audit), p.counts.Commits, p.counts.ResolvedByAudit)
 	}

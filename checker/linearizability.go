@@ -490,6 +490,15 @@ func explainIllegal(p *parsed, ops []linOp, lr *linResult, opts Options, cr *Che
 	for _, i := range first {
 		cr.Offending = append(cr.Offending, "cannot be linearized: "+p.describeLin(&sops[i]))
 	}
+	// The earliest operation that cannot be linearized (blockers come earliest return
+	// first); failing that, the end of the piece, by which it is certainly illegal.
+	cr.FirstViolation = lastReturn(sops)
+	if len(first) > 0 {
+		cr.FirstViolation = p.ops[sops[first[0]].src].opTime()
+		if l := &sops[first[0]]; l.ret != never {
+			cr.FirstViolation = l.ret
+		}
+	}
 	if res != porcupine.Illegal {
 		cr.Offending = append(cr.Offending, fmt.Sprintf("(verbose re-check of the piece returned %s)", res))
 	}

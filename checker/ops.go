@@ -100,11 +100,12 @@ type parsed struct {
 	// audit
 	auditOf       map[string]int32 // op id -> first audit entry
 	auditComplete bool
-	volatile      bool     // a Redis restart without persistence happened
-	auditIssues   []string // contradictions between the histories and the audit
-	auditMissing  []string // acknowledged commits missing from the audit
+	volatile      bool      // a Redis restart without persistence happened
+	auditIssues   []finding // contradictions between the histories and the audit
+	auditMissing  []finding // acknowledged commits missing from the audit
 
-	byRet []int32 // see okByRet
+	byRet      []int32          // see okByRet
+	commitByID map[string]int32 // see commitTime
 }
 
 func badf(format string, args ...any) error {
@@ -356,8 +357,8 @@ func (p *parsed) resolve() {
 	p.auditOf = make(map[string]int32, len(st.Audit))
 	for i, a := range st.Audit {
 		if j, dup := p.auditOf[a.Op]; dup {
-			p.auditIssues = append(p.auditIssues, fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
-				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result))
+			p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
+				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
 			continue
 		}
 		p.auditOf[a.Op] = int32(i)
@@ -374,19 +375,19 @@ func (p *parsed) resolve() {
 		if !found {
 			if o.out == outOK || o.out == outStale || o.out == outConflict {
 				missing++
-				p.auditMissing = append(p.auditMissing, fmt.Sprintf("%s: answered, but absent from the audit stream", p.describe(o)))
+				p.auditMissing = append(p.auditMissing, finding{o.opTime(), fmt.Sprintf("%s: answered, but absent from the audit stream", p.describe(o))})
 			}
 			continue
 		}
 		if matched[j] {
-			p.auditIssues = append(p.auditIssues, fmt.Sprintf("operation id %s is used by two commits", id))
+			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("operation id %s is used by two commits", id)})
 			continue
 		}
 		matched[j] = true
 		a := &st.Audit[j]
 		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] {
-			p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
-				p.describe(o), j, a.Node, a.Token, a.From, a.To))
+			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
+				p.describe(o), j, a.Node, a.Token, a.From, a.To)})
 		}
 		want := ""
 		switch o.out {
@@ -398,11 +399,11 @@ func (p *parsed) resolve() {
 			want = history.ErrCursorConflict
 		case outOtherFail:
 			if a.Result == "ok" {
-				p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: recorded as failed, but audit #%d shows it accepted", p.describe(o), j))
+				p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: recorded as failed, but audit #%d shows it accepted", p.describe(o), j)})
 			}
 		}
 		if want != "" && a.Result != want {
-			p.auditIssues = append(p.auditIssues, fmt.Sprintf("%s: audit #%d shows %s", p.describe(o), j, a.Result))
+			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d shows %s", p.describe(o), j, a.Result)})
 		}
 	}
 	for j, a := range st.Audit {
@@ -410,8 +411,8 @@ func (p *parsed) resolve() {
 			if k := p.auditOf[a.Op]; int(k) != j {
 				continue // a second processing, reported above
 			}
-			p.auditIssues = append(p.auditIssues, fmt.Sprintf("audit #%d (op %s, %s token=%d %d→%d: %s) matches no recorded commit",
-				j, a.Op, a.Node, a.Token, a.From, a.To, a.Result))
+			p.auditIssues = append(p.auditIssues, finding{0, fmt.Sprintf("audit #%d (op %s, %s token=%d %d→%d: %s) matches no recorded commit",
+				j, a.Op, a.Node, a.Token, a.From, a.To, a.Result)})
 		}
 	}
 	p.auditComplete = !p.volatile && missing == 0

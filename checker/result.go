@@ -86,11 +86,18 @@ type CheckResult struct {
 	// Message says in one or two sentences what was checked and found.
 	Message string `json:"message"`
 	// Offending describes the first offending operations, human readable, earliest
-	// first; empty when the check passed. It is capped at a few entries.
+	// first (entries with no time of their own last); empty when the check passed. It
+	// is capped at a few entries.
 	Offending []string `json:"offending,omitempty"`
 	// Visualization is the file name (relative to Options.OutDir) of porcupine's HTML
 	// visualization of the failing piece of history; empty if none was written.
 	Visualization string `json:"visualization,omitempty"`
+	// FirstViolation is the host time (wall-clock nanoseconds since the Unix epoch) of
+	// the earliest violation an invalid check found: the completion of its earliest
+	// offending operation (the invoke when it never completed), or, for a violation no
+	// operation can be blamed for, when it became visible (the final store read, the end
+	// of the progress bound). 0 when the check is not invalid.
+	FirstViolation int64 `json:"first_violation,omitempty"`
 	// Stats holds check-specific figures (for linearizability: ops, pieces,
 	// largest_piece, unknown_outcomes, resolved_by_audit...).
 	Stats map[string]int64 `json:"stats,omitempty"`

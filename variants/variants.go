@@ -60,6 +60,22 @@ var all = []Variant{
 		[]string{nemesis.RedisRestartVolatile}, true},
 }
 
+// ReferenceFaults are the faults under which the reference runs to be compared with v
+// (`make validate`): v's faults, except that the reference's requirement of a
+// persistent Redis stays met. redis-restart-volatile becomes redis-restart, which the
+// schedule places at the same times, with the append-only file on: without it the
+// reference repeats tokens too, by design, and VolatileRedis is exactly that deployment.
+func (v Variant) ReferenceFaults() []string {
+	out := make([]string, len(v.Faults))
+	for i, f := range v.Faults {
+		if f == nemesis.RedisRestartVolatile {
+			f = nemesis.RedisRestart
+		}
+		out[i] = f
+	}
+	return out
+}
+
 // All returns every variant, the reference first.
 func All() []Variant { return append([]Variant(nil), all...) }
 

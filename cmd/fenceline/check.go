@@ -49,19 +49,26 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 // checkAndReport checks the run in dir, writes its report files and prints the summary.
 // It returns the exit code of the verdict.
 func checkAndReport(dir string, stdout, stderr io.Writer) int {
+	code, _ := checkRun(dir, stdout, stderr)
+	return code
+}
+
+// checkRun is checkAndReport that also returns the checker's result (nil when the
+// check could not run).
+func checkRun(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A million-operation history is about 600 MB in memory; without a limit the
 		// collector lets the heap double. Measured: 1M operations in under 10 s and 1 GB.
-		debug.SetMemoryLimit(900 << 20)
+		debug.SetMemoryLimit(800 << 20)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(stderr, "fenceline: %s is not a run directory\n", dir)
-		return exitUsage
+		return exitUsage, nil
 	}
 	run, err := history.LoadRun(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: %v\n", err)
-		return exitUsage
+		return exitUsage, nil
 	}
 	opts := checker.Options{ExpectedBalances: source.Balances, OutDir: dir}
 	if wl, err := workloads.ByName(run.Info.Workload); err == nil {
@@ -71,13 +78,13 @@ func checkAndReport(dir string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: check %s: %v\n", dir, err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return exitUnknown
+			return exitUnknown, nil
 		}
-		return exitUsage
+		return exitUsage, nil
 	}
 	if err := reports.Write(run, res); err != nil {
 		fmt.Fprintf(stderr, "fenceline: report: %v\n", err)
-		return exitUnknown
+		return exitUnknown, res
 	}
 	if err := reports.Summary(stdout, run, res); err != nil {
 		fmt.Fprintf(stderr, "fenceline: summary: %v\n", err)
@@ -85,9 +92,9 @@ func checkAndReport(dir string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
 	switch res.Verdict {
 	case checker.Valid:
-		return exitOK
+		return exitOK, res
 	case checker.Invalid:
-		return exitInvalid
+		return exitInvalid, res
 	}
-	return exitUnknown
+	return exitUnknown, res
 }

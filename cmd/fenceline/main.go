@@ -34,6 +34,7 @@ func commands() []command {
 		{"chaos", "run a chaos experiment, check it and write its report", runChaos},
 		{"check", "re-check a stored run directory", runCheck},
 		{"report", "regenerate the report of a stored run directory", runReport},
+		{"validate", "run the broken variants and the reference, and measure detection rates", runValidate},
 	}
 }
 

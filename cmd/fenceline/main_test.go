@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
+)
+
+func runCmd(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// Bad input gets a clear error and exit code 2, never a panic.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage: fenceline"},
+		{[]string{"explode"}, `unknown command "explode"`},
+		{[]string{"chaos", "--nemesis", "kill,meteor"}, `unknown fault: "meteor"`},
+		{[]string{"chaos", "--workload", "kv"}, `unknown workload "kv"`},
+		{[]string{"chaos", "--nodes", "0"}, "need --nodes >= 1"},
+		{[]string{"chaos", "--backend", "cloud"}, `unknown backend "cloud"`},
+		{[]string{"chaos", "--variant", "nonsense"}, `unknown variant "nonsense"`},
+		{[]string{"chaos", "--duration", "soon"}, "invalid value"},
+		{[]string{"node"}, "--id is required"},
+		{[]string{"node", "--id", "n1", "--variant", "no-fence"}, "broken on purpose and runs only with --chaos"},
+		{[]string{"node", "--id", "n1", "--workload", "kv"}, `unknown workload "kv"`},
+		{[]string{"check"}, "usage: fenceline check RUN_DIR"},
+		{[]string{"check", "/nonexistent/run"}, "is not a run directory"},
+		{[]string{"source", "--rate", "-1"}, "Rate"},
+	} {
+		code, _, stderr := runCmd(tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// A malformed history is bad input: exit 2, naming the file and the line.
+func TestCheckMalformedHistory(t *testing.T) {
+	dir := t.TempDir()
+	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Workload: "listener"}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755)
+	bad := `{"id":"a","type":"invoke","kind":"load","node":"n1","time":1}` + "\n" + `{"id":"a","type":"ok",` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, "n1.jsonl"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd("check", dir)
+	if code != exitUsage || !strings.Contains(stderr, "n1.jsonl:2") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming n1.jsonl:2", code, stderr)
+	}
+}
+
+// The checker's verdict is the exit code of `fenceline check`: the reports package's
+// stored failing run (a no-fence variant) exits 1 and the passing one 0.
+func TestCheckExitCodes(t *testing.T) {
+	for name, want := range map[string]int{"pass": exitOK, "fail": exitInvalid} {
+		src := filepath.Join("..", "..", "reports", "testdata", "runs", name)
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCmd("check", dir)
+		if code != want {
+			t.Errorf("%s: exit %d, want %d\n%s%s", name, code, want, stdout, stderr)
+		}
+	}
+}
+
+// fenceline status reads the lease and the cursor record.
+func TestStatus(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx := context.Background()
+	c := election.NewClient(srv.Addr())
+	defer c.Close()
+	if err := c.Set(ctx, election.LockKey(""), election.LockValue("n2", 7), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(ctx, election.TokenKey(""), 7, 0)
+	store, err := listener.NewRedisStore(c, listener.StoreConfig{Node: "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, 7, 0, source.Range(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd("status", "--redis", srv.Addr())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got statusOutput
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	want := statusOutput{Election: "fenceline", Leader: "n2", Token: 7, TokenCounter: 7, Cursor: 5, MaxToken: 7}
+	got.LeaseTTLms = 0
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+
+	srv.Kill()
+	code, _, stderr = runCmd("status", "--redis", srv.Addr(), "--timeout", "1s")
+	if code != exitUnknown || !strings.Contains(stderr, srv.Addr()) {
+		t.Fatalf("unreachable redis: exit %d, stderr %q; want 3 naming the address", code, stderr)
+	}
+}
