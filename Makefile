@@ -12,7 +12,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps clean images docker-prune validate validate-short bench-checker
+.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker
 
 all: build
 
@@ -20,21 +20,30 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
 
 # check-deps installs redis-server from Debian's packages when it is missing and we are
-# root; otherwise it says exactly what to install.
+# root; otherwise it says exactly what to install. check-test-deps does the same for what
+# the tests need besides: chromium (the HTML report is opened in a real browser) and
+# xmllint (junit.xml is validated against its schema).
 check-deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
+	@$(call need,redis-server,redis-server)
+
+check-test-deps: check-deps
+	@$(call need,chromium,chromium)
+	@$(call need,xmllint,libxml2-utils)
+
+# need COMMAND,PACKAGE
+need = command -v $(1) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "redis-server missing: installing it from Debian's packages"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	    echo "$(1) missing: installing $(2) from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
 	  else \
-	    echo "redis-server is not installed: run 'sudo apt-get install -y redis-server'" >&2; exit 2; \
+	    echo "$(1) is not installed: run 'sudo apt-get install -y $(2)'" >&2; exit 2; \
 	  fi; }
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 
-test: check-deps lint
+test: check-test-deps lint
 	$(GO) test -race -timeout 25m ./...
 
 bench: check-deps
