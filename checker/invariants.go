@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -162,7 +163,9 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 	} else if n := hi - lo + 1; n > 1<<28 {
 		bad = append(bad, finding{final, fmt.Sprintf("the final cursor %d is implausibly far from the initial cursor %d", hi, opts.InitialCursor)})
 	} else {
-		wrote, passed := p.sinkWriters(opts.InitialCursor)
+		sw, sp := p.sinkWriters(opts.InitialCursor)
+		wrote := func(i int) int64 { return cmp.Or(sw(i), final) }
+		passed := func(e int64) int64 { return cmp.Or(sp(e), final) }
 		seen := make([]uint8, n)
 		var lost, dup, outside []finding
 		firstMisplaced := -1

@@ -85,7 +85,12 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitUsage
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	// An absolute directory: redis-server changes into its data directory before it
+	// opens its log file, so a relative run directory breaks the local backend.
+	if *out, err = filepath.Abs(*out); err == nil {
+		err = os.MkdirAll(*out, 0o755)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitUsage
 	}

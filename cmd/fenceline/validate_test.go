@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/variants"
+)
+
+// fakeRuns returns n runs of design under variant under's faults: the first detected
+// ones invalid (a violation found 10s+i after the start), then unknown ones, then valid.
+func fakeRuns(design, under string, n, detected, unknown int) []runRecord {
+	var out []runRecord
+	for i := range n {
+		r := runRecord{Variant: design, Under: under, Faults: []string{nemesis.Pause}, Seed: int64(i + 1),
+			Dir: fmt.Sprintf("runs/%s/%d", design, i+1), Verdict: checker.Valid}
+		switch {
+		case i < detected:
+			r.Verdict = checker.Invalid
+			r.FirstViolation = &violationAt{Check: checker.CheckStaleWrite, AfterStart: time.Duration(10+i) * time.Second, Description: fmt.Sprintf("stale write %d", i)}
+		case i < detected+unknown:
+			r.Verdict = checker.Unknown
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func mustVariant(t *testing.T, name string) variants.Variant {
+	t.Helper()
+	v, err := variants.ByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestSummarizeCriteria(t *testing.T) {
+	noFence, nar := mustVariant(t, variants.NoFence), mustVariant(t, variants.NonAtomicRelease)
+	if !noFence.Unsafe || nar.Unsafe {
+		t.Fatalf("test assumes no-fence must be caught and non-atomic-release need not be")
+	}
+	cases := []struct {
+		name    string
+		vs      []variants.Variant
+		runs    []runRecord
+		outcome string
+		code    int
+		check   func(t *testing.T, rep validateReport)
+	}{
+		{
+			name:    "all caught, reference clean",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
+			outcome: statusPass, code: exitOK,
+			check: func(t *testing.T, rep validateReport) {
+				r := rep.Variants[0]
+				if r.Detected != 3 || r.Rate != 1 || r.MedianToViolation != 11*time.Second || r.FirstSeed != 1 || r.FirstViolation.Description != "stale write 0" {
+					t.Errorf("row %+v", r)
+				}
+			},
+		},
+		{
+			name:    "94% is not enough",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 47, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
+			outcome: statusFail, code: exitInvalid,
+			check: func(t *testing.T, rep validateReport) {
+				if r := rep.Variants[0]; r.Rate != 0.94 || r.Status != statusFail {
+					t.Errorf("row %+v", r)
+				}
+				if r := rep.Reference[0]; r.Status != statusPass || r.Valid != 50 {
+					t.Errorf("reference %+v", r)
+				}
+			},
+		},
+		{
+			name:    "96% is",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 48, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
+			outcome: statusPass, code: exitOK,
+		},
+		{
+			name:    "a reference false alarm fails",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 1, 0)...),
+			outcome: statusFail, code: exitInvalid,
+			check: func(t *testing.T, rep validateReport) {
+				r := rep.Reference[0]
+				if r.FalseAlarms != 1 || r.Status != statusFail || !strings.Contains(r.Note, "FALSE ALARM seed 1") || !strings.Contains(r.Note, "runs/reference/1") {
+					t.Errorf("reference %+v", r)
+				}
+			},
+		},
+		{
+			name:    "an unknown is not a detection",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 2, 1), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
+			outcome: statusFail, code: exitInvalid,
+			check: func(t *testing.T, rep validateReport) {
+				if r := rep.Variants[0]; r.Detected != 2 || r.Unknown != 1 || r.Incomplete != 0 {
+					t.Errorf("row %+v", r)
+				}
+			},
+		},
+		{
+			name:    "an unknown reference run is shown, not a false alarm",
+			vs:      []variants.Variant{noFence},
+			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 1)...),
+			outcome: statusPass, code: exitOK,
+			check: func(t *testing.T, rep validateReport) {
+				r := rep.Reference[0]
+				if r.FalseAlarms != 0 || r.Unknown != 1 || !strings.Contains(r.Note, "unknown") {
+					t.Errorf("reference %+v", r)
+				}
+			},
+		},
+		{
+			name: "an incomplete variant run leaves the rate undecided",
+			vs:   []variants.Variant{noFence},
+			runs: func() []runRecord {
+				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 2, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs[2].Verdict, rs[2].Incomplete = checker.Unknown, "harness: run incomplete: warm-up: no commit within 30s"
+				return rs
+			}(),
+			outcome: statusUndecided, code: exitUnknown,
+		},
+		{
+			name: "an incomplete run that found a violation still counts",
+			vs:   []variants.Variant{noFence},
+			runs: func() []runRecord {
+				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs[2].Incomplete = "interrupted"
+				return rs
+			}(),
+			outcome: statusPass, code: exitOK,
+		},
+		{
+			name: "misses beyond what incomplete runs could make up fail",
+			vs:   []variants.Variant{noFence},
+			runs: func() []runRecord {
+				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 1, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs[2].Verdict, rs[2].Incomplete = "", "not run: interrupted"
+				return rs
+			}(),
+			outcome: statusFail, code: exitInvalid,
+		},
+		{
+			name: "an incomplete reference run is undecided",
+			vs:   []variants.Variant{noFence},
+			runs: func() []runRecord {
+				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs[5].Incomplete = "not run: interrupted"
+				return rs
+			}(),
+			outcome: statusUndecided, code: exitUnknown,
+		},
+		{
+			name:    "a variant that need not be caught is measured only",
+			vs:      []variants.Variant{nar},
+			runs:    append(fakeRuns(variants.NonAtomicRelease, variants.NonAtomicRelease, 3, 0, 0), fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...),
+			outcome: statusPass, code: exitOK,
+			check: func(t *testing.T, rep validateReport) {
+				if r := rep.Variants[0]; r.Status != statusMeasured || r.Rate != 0 {
+					t.Errorf("row %+v", r)
+				}
+				notes := rep.measuredNotes()
+				if len(notes) != 1 || !strings.Contains(notes[0], "nothing unsafe was accepted") {
+					t.Errorf("notes %q", notes)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep := summarize(c.vs, c.runs)
+			if rep.Outcome != c.outcome || rep.exitCode() != c.code {
+				t.Errorf("outcome %s (exit %d), want %s (exit %d)\nvariants %+v\nreference %+v",
+					rep.Outcome, rep.exitCode(), c.outcome, c.code, rep.Variants, rep.Reference)
+			}
+			if c.check != nil {
+				c.check(t, rep)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	s := time.Second
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0}, {[]time.Duration{3 * s}, 3 * s}, {[]time.Duration{4 * s, 1 * s}, 1 * s},
+		{[]time.Duration{5 * s, 1 * s, 3 * s}, 3 * s}, {[]time.Duration{4 * s, 2 * s, 1 * s, 3 * s}, 2 * s},
+	} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestPlanMatrix(t *testing.T) {
+	vs := []variants.Variant{mustVariant(t, variants.NoFence), mustVariant(t, variants.VolatileRedis)}
+	plan, err := planMatrix(vs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 8 {
+		t.Fatalf("%d runs, want 8: %+v", len(plan), plan)
+	}
+	for i := 0; i < len(plan); i += 2 {
+		v, ref := plan[i], plan[i+1]
+		if v.Variant != v.Under || ref.Variant != variants.Reference || ref.Under != v.Under || ref.Seed != v.Seed {
+			t.Errorf("runs %d, %d: %+v %+v", i, i+1, v, ref)
+		}
+	}
+	if got := strings.Join(plan[0].Faults, ","); got != "delay,pause" {
+		t.Errorf("no-fence faults %q", got)
+	}
+	if got := strings.Join(plan[1].Faults, ","); got != "delay,pause" {
+		t.Errorf("reference under no-fence: faults %q", got)
+	}
+	// The reference keeps its persistent Redis: the same restarts, with the append-only file.
+	if got := strings.Join(plan[4].Faults, ","); got != nemesis.RedisRestartVolatile {
+		t.Errorf("volatile-redis faults %q", got)
+	}
+	if got := strings.Join(plan[5].Faults, ","); got != nemesis.RedisRestart {
+		t.Errorf("reference under volatile-redis: faults %q", got)
+	}
+	if plan[5].dirName() != "reference-under-volatile-redis" || plan[4].dirName() != "volatile-redis" {
+		t.Errorf("dir names %q %q", plan[4].dirName(), plan[5].dirName())
+	}
+}
+
+func TestRunMatrixInterrupted(t *testing.T) {
+	plan, err := planMatrix([]variants.Variant{mustVariant(t, variants.NoFence)}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	var progress bytes.Buffer
+	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosOutcome {
+		calls++
+		if calls == 2 {
+			// Ctrl-C during the second run: the harness returns an incomplete run.
+			cancel()
+			return chaosOutcome{Dir: "d2", Code: exitUnknown, RunErr: fmt.Errorf("%w: %v", harness.ErrIncomplete, context.Canceled),
+				Result: &checker.Result{Verdict: checker.Unknown}}
+		}
+		return chaosOutcome{Dir: "d1", Code: exitInvalid, Result: &checker.Result{Verdict: checker.Invalid, Start: 1,
+			Checks: []checker.CheckResult{{Name: checker.CheckStaleWrite, Verdict: checker.Invalid, FirstViolation: 1 + int64(5*time.Second), Offending: []string{"n1 commit"}}}}}
+	}, &progress)
+	if calls != 2 || len(runs) != 4 {
+		t.Fatalf("%d calls, %d records", calls, len(runs))
+	}
+	if r := runs[0]; !r.detected() || r.FirstViolation == nil || r.FirstViolation.AfterStart != 5*time.Second || r.FirstViolation.Description != "n1 commit" {
+		t.Errorf("first run %+v %+v", r, r.FirstViolation)
+	}
+	if r := runs[1]; !r.undecided() || !strings.Contains(r.Incomplete, "incomplete") {
+		t.Errorf("interrupted run %+v", r)
+	}
+	for _, r := range runs[2:] {
+		if r.Incomplete != "not run: interrupted" || r.Dir != "" {
+			t.Errorf("run not made %+v", r)
+		}
+	}
+	rep := summarize([]variants.Variant{mustVariant(t, variants.NoFence)}, runs)
+	if rep.exitCode() != exitUnknown {
+		t.Errorf("exit %d, want %d: %+v %+v", rep.exitCode(), exitUnknown, rep.Variants, rep.Reference)
+	}
+	if !strings.Contains(progress.String(), "[1/4]") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+func TestRecordOutcome(t *testing.T) {
+	p := plannedRun{Variant: variants.Reference, Under: variants.NoFence, Faults: []string{nemesis.Pause}, Seed: 7}
+	r := recordOutcome(p, chaosOutcome{Code: exitUsage, RunErr: errors.New("harness: Config.Dir and Start are required")})
+	if !r.undecided() || r.Verdict != "" {
+		t.Errorf("%+v", r)
+	}
+	r = recordOutcome(p, chaosOutcome{Dir: "x", Code: exitUsage})
+	if !r.undecided() || !strings.Contains(r.Incomplete, "could not be checked") {
+		t.Errorf("%+v", r)
+	}
+	res := &checker.Result{Verdict: checker.Valid, Overlaps: []checker.Overlap{{Duration: time.Second}, {Duration: 3 * time.Second}}}
+	r = recordOutcome(p, chaosOutcome{Dir: "x", Result: res})
+	if r.undecided() || r.detected() || r.Overlaps != 2 || r.LongestOverlap != 3*time.Second || r.FirstViolation != nil {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestValidateReportFiles(t *testing.T) {
+	vs := []variants.Variant{mustVariant(t, variants.NoFence), mustVariant(t, variants.NonAtomicRelease)}
+	runs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+	runs = append(runs, fakeRuns(variants.NonAtomicRelease, variants.NonAtomicRelease, 3, 0, 0)...)
+	runs = append(runs, fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...)
+	runs[0].FirstViolation.Description = "a | pipe and *stars* that must not break the table"
+	rep := summarize(vs, runs)
+	rep.Seeds, rep.Duration, rep.Command = 3, time.Minute, "fenceline validate"
+	out := t.TempDir()
+	if err := rep.save(out); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, validateMarkdown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# fenceline validate: pass", "| no-fence ", "non-atomic-release", `a \| pipe and \*stars\*`, "Measured, not judged", "(runs/no-fence/1/report.md)"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("validate.md lacks %q:\n%s", want, md)
+		}
+	}
+	var back validateReport
+	b, err := os.ReadFile(filepath.Join(out, validateJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Outcome != statusPass || len(back.Runs) != 12 || back.Variants[0].Detected != 3 || back.MinRate != minDetectionRate {
+		t.Errorf("validate.json: %+v", back)
+	}
+	var term bytes.Buffer
+	rep.write(&term, false)
+	if !strings.Contains(term.String(), "BROKEN VARIANTS") || !strings.Contains(term.String(), "│ no-fence") {
+		t.Errorf("terminal table:\n%s", term.String())
+	}
+}
+
+func TestValidateUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--seeds", "0"},
+		{"--duration", "0s"},
+		{"--variants", "reference"},
+		{"--variants", "no-such-variant"},
+		{"--variants", ","},
+		{"--nodes", "0"},
+		{"--lease-ttl", "1ms"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"validate", "--out", t.TempDir()}, args...), &stdout, &stderr); code != exitUsage {
+			t.Errorf("validate %q: exit %d, want %d; stderr: %s", args, code, exitUsage, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-seeds") {
+		t.Errorf("validate -h: exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestPickVariants(t *testing.T) {
+	all, err := pickVariants("all")
+	if err != nil || len(all) != len(variants.All())-1 {
+		t.Fatalf("all: %v %d", err, len(all))
+	}
+	got, err := pickVariants(" lease-only, no-fence,lease-only ")
+	if err != nil || len(got) != 2 || got[0].Name != variants.LeaseOnly || got[1].Name != variants.NoFence {
+		t.Errorf("list: %v %+v", err, got)
+	}
+}
+
+// A broken variant must never run outside the harness: `fenceline node` refuses it
+// without --chaos, before it connects to anything.
+func TestNodeRefusesBrokenVariantWithoutChaos(t *testing.T) {
+	for _, v := range variants.All()[1:] {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"node", "--id", "n1", "--variant", v.Name, "--redis", "127.0.0.1:1", "--control", "127.0.0.1:0"}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--chaos") {
+			t.Errorf("node --variant %s: exit %d, want %d; stderr: %s", v.Name, code, exitUsage, stderr.String())
+		}
+	}
+}

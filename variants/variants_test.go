@@ -1,0 +1,296 @@
+package variants
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/source"
+)
+
+func TestCatalogue(t *testing.T) {
+	srv := redisserver.New(t)
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	all := All()
+	if all[0].Name != Reference || all[0].Unsafe {
+		t.Fatalf("first variant %+v, want the reference, not unsafe", all[0])
+	}
+	seen := map[string]bool{}
+	for _, v := range all {
+		if seen[v.Name] {
+			t.Errorf("variant %s listed twice", v.Name)
+		}
+		seen[v.Name] = true
+		if got, err := ByName(v.Name); err != nil || got.Name != v.Name {
+			t.Errorf("ByName(%s): %+v, %v", v.Name, got, err)
+		}
+		if v.Description == "" || len(v.Faults) == 0 {
+			t.Errorf("%s: needs a description and the faults that expose it", v.Name)
+		}
+		parsed, err := nemesis.ParseList(strings.Join(v.Faults, ","))
+		if err != nil || len(parsed) != len(v.Faults) {
+			t.Errorf("%s: faults %q: %v (parsed %q)", v.Name, v.Faults, err, parsed)
+		}
+		ref := v.ReferenceFaults()
+		if len(ref) != len(v.Faults) || slices.Contains(ref, nemesis.RedisRestartVolatile) {
+			t.Errorf("%s: reference faults %q: the reference keeps its persistent Redis", v.Name, ref)
+		}
+		if v.Name != Reference {
+			if _, err := Store(v.Name, client, listener.StoreConfig{Node: "n1"}); err != nil {
+				t.Errorf("Store(%s): %v", v.Name, err)
+			}
+		}
+	}
+	if _, err := ByName("nonsense"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("ByName(nonsense): %v", err)
+	}
+	if _, err := Store("nonsense", client, listener.StoreConfig{Node: "n1"}); !errors.Is(err, ErrUnknown) {
+		t.Errorf("Store(nonsense): %v", err)
+	}
+	v, _ := ByName(VolatileRedis)
+	if got := v.ReferenceFaults(); !slices.Equal(got, []string{nemesis.RedisRestart}) {
+		t.Errorf("volatile-redis reference faults %q", got)
+	}
+}
+
+// The broken scripts differ from the reference's in their check only: if the reference
+// script's check changed, the replacement would silently not happen and the "broken"
+// variants would be the reference.
+func TestBrokenScriptsReplaceTheCheck(t *testing.T) {
+	if !strings.Contains(listener.CommitScript, referenceCheck) {
+		t.Fatal("listener.CommitScript no longer contains the check the broken variants replace")
+	}
+	for name, s := range map[string]string{"unfenced": unfencedScript, "string-compare": stringCompareScript} {
+		if s == listener.CommitScript || strings.Contains(s, referenceCheck) {
+			t.Errorf("%s script still holds the reference check", name)
+		}
+	}
+}
+
+func events(from, n int64) []source.Event {
+	out := make([]source.Event, n)
+	for i := range out {
+		out[i] = source.Event{ID: from + int64(i) + 1, From: "a", To: "b", Amount: 1}
+	}
+	return out
+}
+
+// Each variant's store, against a real Redis: what it does with a commit under an
+// older token once a newer one was accepted, and string-compare's wrong order.
+func TestStores(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx := context.Background()
+	for i, c := range []struct {
+		variant    string
+		first      int64 // token of the accepted commit 0→10
+		second     int64 // token of the commit 10→20 that follows
+		wantStale  bool  // the second is rejected as stale
+		wantLanded bool
+	}{
+		{Reference, 2, 1, true, false},
+		{NonAtomicRelease, 2, 1, true, false},
+		{VolatileRedis, 2, 1, true, false},
+		{NoFence, 2, 1, false, true},
+		{LeaseOnly, 2, 1, false, true},
+		// The client checks the stored token itself: with nothing in between, it refuses.
+		{ClientCheck, 2, 1, true, false},
+		// Tokens compared as strings: 9 after 10 passes, 10 after 9 does not.
+		{StringCompare, 10, 9, false, true},
+		{StringCompare, 9, 10, true, false},
+		{StringCompare, 2, 1, true, false},
+	} {
+		client := election.NewClient(srv.Addr())
+		defer client.Close()
+		name := c.variant + "-" + string(rune('a'+i))
+		st, err := Store(c.variant, client, listener.StoreConfig{Name: name, Node: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Commit(ctx, c.first, 0, events(0, 10)); err != nil {
+			t.Fatalf("%s: first commit: %v", c.variant, err)
+		}
+		err = st.Commit(ctx, c.second, 10, events(10, 10))
+		if stale := errors.Is(err, listener.ErrStaleToken); stale != c.wantStale || (!stale && err != nil) {
+			t.Errorf("%s: token %d after %d: %v, want stale=%v", c.variant, c.second, c.first, err, c.wantStale)
+		}
+		cursor, _, err := st.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if landed := cursor == 20; landed != c.wantLanded {
+			t.Errorf("%s: token %d after %d: cursor %d, want landed=%v", c.variant, c.second, c.first, cursor, c.wantLanded)
+		}
+	}
+}
+
+// cmdLog records the names of the commands a client sends.
+type cmdLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *cmdLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *cmdLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (l *cmdLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.mu.Lock()
+		l.names = append(l.names, strings.ToLower(cmd.Name()))
+		l.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (l *cmdLog) seen() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.names)
+}
+
+// NonAtomicRelease must turn the elector's real release into GET, DEL, PUBLISH: if the
+// election package changed how it calls its release script, the hook would not
+// recognize it and the variant would quietly be the reference.
+func TestNonAtomicReleaseWrapsTheElectorsRelease(t *testing.T) {
+	srv := redisserver.New(t)
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	WrapClient(NonAtomicRelease, client)
+	var log cmdLog
+	client.AddHook(&log) // after the variant's: it sees what reaches the wire
+
+	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "nar", LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	led := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- el.Run(ctx, func(tctx context.Context, _ election.Term) {
+			close(led)
+			<-tctx.Done()
+		})
+	}()
+	select {
+	case <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never became leader")
+	}
+	cancel() // shutdown: the elector releases its lease
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	got := log.seen()
+	i := slices.Index(got, "get")
+	if i < 0 || i+2 >= len(got) || got[i+1] != "del" || got[i+2] != "publish" {
+		t.Fatalf("release on the wire: %q, want get, del, publish", got)
+	}
+	if n, err := client.Exists(context.Background(), election.LockKey("nar")).Result(); err != nil || n != 0 {
+		t.Errorf("lock still there after release: %d %v", n, err)
+	}
+
+	// The comparison happens in the client: a lock that is not ours is left alone.
+	other := election.NewClient(srv.Addr())
+	defer other.Close()
+	WrapClient(NonAtomicRelease, other)
+	bg := context.Background()
+	lock, channel := election.LockKey("x"), election.ReleaseChannel("x")
+	other.Set(bg, lock, "someone-else", 0)
+	// The hook answers before the script (here a dummy) would run.
+	if n, err := other.Eval(bg, "return 1", []string{lock}, "n1:1", channel).Int64(); err != nil || n != 0 {
+		t.Errorf("release of someone else's lock: %d %v", n, err)
+	}
+	if v, _ := other.Get(bg, lock).Result(); v != "someone-else" {
+		t.Errorf("someone else's lock was deleted: %q", v)
+	}
+	// Other commands pass through untouched.
+	if err := other.Set(bg, "plain", "1", 0).Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+// ClientCheck's check is made ahead of its write: a newer leader's commit in between
+// goes unseen, and the stale write lands. The first write of a term is checked at once.
+func TestClientCheckRace(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx := context.Background()
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	old, err := Store(ClientCheck, client, listener.StoreConfig{Name: "cc", Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := Store(Reference, client, listener.StoreConfig{Name: "cc", Node: "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Commit(ctx, 1, 0, events(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// Between n1's check (made after its commit) and its next write, n2 takes over.
+	if err := newer.Commit(ctx, 2, 10, events(10, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Commit(ctx, 1, 10, events(10, 5)); err != nil {
+		t.Fatalf("the stale write was refused (%v): the check is not ahead of the write", err)
+	}
+	cursor, stored, err := old.Load(ctx)
+	if err != nil || cursor != 15 || stored != 1 {
+		t.Errorf("after the stale write: cursor %d token %d (%v), want 15 and 1", cursor, stored, err)
+	}
+	// A new term's first write is checked just before it is sent.
+	fresh, err := Store(ClientCheck, client, listener.StoreConfig{Name: "cc", Node: "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newer.Commit(ctx, 3, 15, events(15, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Commit(ctx, 2, 20, events(20, 5)); !errors.Is(err, listener.ErrStaleToken) {
+		t.Errorf("first write of a term under an old token: %v, want %v", err, listener.ErrStaleToken)
+	}
+}
+
+// StringCompare's nodes start the token counter at 8 when it does not exist yet, so the
+// first failover issues token 10; they never move an existing counter.
+func TestStringCompareCounterStart(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx := context.Background()
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	for range 2 { // a restarted node leaves the counter alone
+		if _, err := Store(StringCompare, client, listener.StoreConfig{Name: "sc", Node: "n1"}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := client.Get(ctx, election.TokenKey("sc")).Int64(); err != nil || n != StringCompareCounterStart {
+			t.Fatalf("counter %d (%v), want %d", n, err, StringCompareCounterStart)
+		}
+		client.Incr(ctx, election.TokenKey("sc")) // a token issued
+		if _, err := Store(StringCompare, client, listener.StoreConfig{Name: "sc", Node: "n2"}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := client.Get(ctx, election.TokenKey("sc")).Int64(); n != StringCompareCounterStart+1 {
+			t.Fatalf("counter %d after a token was issued and a node started, want %d", n, StringCompareCounterStart+1)
+		}
+		client.Del(ctx, election.TokenKey("sc"))
+	}
+	// Other variants do not touch it.
+	if _, err := Store(Reference, client, listener.StoreConfig{Name: "ref", Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := client.Exists(ctx, election.TokenKey("ref")).Result(); n != 0 {
+		t.Error("the reference's store created the token counter")
+	}
+}
