@@ -288,10 +288,21 @@ func (c *Cluster) start(ctx context.Context, b *box) error {
 	b.addr, b.exited, b.paused = addr, exited, false
 	c.mu.Unlock()
 	if err != nil {
+		// A container that exits at once loses its published port before we read it:
+		// say that it exited, with its last lines, rather than that a port is missing.
+		select {
+		case <-exited:
+			return c.exitedAtStart(b)
+		case <-time.After(2 * time.Second):
+		}
 		return err
 	}
 	c.log.Info("container-started", slog.String("container", b.role), slog.String("addr", addr))
 	return c.waitReady(ctx, b, addr, exited)
+}
+
+func (c *Cluster) exitedAtStart(b *box) error {
+	return fmt.Errorf("docker: %s exited at start; its last lines:\n%s", b.role, tail(c.ctx, c.cli, b.id, 10))
 }
 
 // hostAddr reads the host address b.port is published on now.
@@ -320,7 +331,7 @@ func (c *Cluster) waitReady(ctx context.Context, b *box, addr string, exited <-c
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("docker: %s exited at start; its last lines:\n%s", b.role, tail(c.ctx, c.cli, b.id, 10))
+			return c.exitedAtStart(b)
 		case <-wctx.Done():
 			if ctx.Err() != nil {
 				return fmt.Errorf("docker: waiting for %s: %w", b.role, ctx.Err())
