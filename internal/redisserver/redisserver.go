@@ -56,6 +56,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Binary == "" {
 		opts.Binary = "redis-server"
 	}
+	// redis-server changes into --dir before it opens --logfile: a relative path would
+	// be resolved twice.
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
+	opts.Dir = dir
 	if _, err := exec.LookPath(opts.Binary); err != nil {
 		return nil, ErrNotInstalled
 	}

@@ -29,3 +29,12 @@ func TestMissingBinary(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotInstalled", err)
 	}
 }
+
+// A relative data directory works: redis-server changes into it before opening its log.
+func TestRelativeDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := NewWith(t, Options{Dir: "data"})
+	if err := Ping(context.Background(), s.Addr()); err != nil {
+		t.Fatal(err)
+	}
+}
