@@ -502,27 +502,18 @@ func (c *Cluster) kill(ctx context.Context, b *box, sig string) error {
 // PauseNode implements cluster.Cluster with `docker pause`: the cgroup freezer. The node
 // cannot observe it; connections to it are accepted by the kernel and then hang.
 func (c *Cluster) PauseNode(ctx context.Context, id string) error {
-	b, err := c.running(id)
-	if err != nil {
-		return err
-	}
-	b.op.Lock()
-	defer b.op.Unlock()
-	if _, paused, ok, _ := c.state(b); !ok {
-		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
-	} else if paused {
-		return nil
-	}
-	if _, err := c.cli.ContainerPause(ctx, b.id, client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("docker: pause %s: %w", id, err)
-	}
-	c.setPaused(b, true)
-	return nil
+	return c.freeze(ctx, id, true)
 }
 
 // ResumeNode implements cluster.Cluster (`docker unpause`). Resuming a node that is not
 // paused does nothing, as SIGCONT to a running process does nothing.
 func (c *Cluster) ResumeNode(ctx context.Context, id string) error {
+	return c.freeze(ctx, id, false)
+}
+
+// freeze pauses (pause true) or unpauses node id's container; it does nothing when the
+// container is already in that state.
+func (c *Cluster) freeze(ctx context.Context, id string, pause bool) error {
 	b, err := c.running(id)
 	if err != nil {
 		return err
@@ -531,13 +522,19 @@ func (c *Cluster) ResumeNode(ctx context.Context, id string) error {
 	defer b.op.Unlock()
 	if _, paused, ok, _ := c.state(b); !ok {
 		return fmt.Errorf("%w: %s", cluster.ErrNotRunning, id)
-	} else if !paused {
+	} else if paused == pause {
 		return nil
 	}
-	if _, err := c.cli.ContainerUnpause(ctx, b.id, client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("docker: unpause %s: %w", id, err)
+	if pause {
+		_, err = c.cli.ContainerPause(ctx, b.id, client.ContainerPauseOptions{})
+	} else {
+		_, err = c.cli.ContainerUnpause(ctx, b.id, client.ContainerUnpauseOptions{})
 	}
-	c.setPaused(b, false)
+	if err != nil {
+		verb := map[bool]string{true: "pause", false: "unpause"}[pause]
+		return fmt.Errorf("docker: %s %s: %w", verb, id, err)
+	}
+	c.setPaused(b, pause)
 	return nil
 }
 
