@@ -315,16 +315,7 @@ func (v *view) failing() []checker.CheckResult {
 
 // verdict is the run's verdict. A run that was interrupted, or whose result holds no
 // check at all, is never a pass.
-func (v *view) verdict() checker.Verdict {
-	vd := v.res.Verdict
-	if vd == "" {
-		vd = checker.Unknown
-	}
-	if vd == checker.Valid && (len(v.res.Checks) == 0 || v.run.Info.Interrupted != "") {
-		return checker.Unknown
-	}
-	return vd
-}
+func (v *view) verdict() checker.Verdict { return Verdict(v.run, v.res) }
 
 // headline says in one sentence what the verdict rests on.
 func (v *view) headline() string {

@@ -86,7 +86,8 @@ func checkRun(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		fmt.Fprintf(stderr, "fenceline: summary: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
-	switch res.Verdict {
+	// The report's rule, not the checker's bare verdict: an interrupted run is unknown.
+	switch reports.Verdict(run, res) {
 	case checker.Valid:
 		return exitOK, res
 	case checker.Invalid:

@@ -1,0 +1,23 @@
+package reports
+
+import (
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// Verdict is the verdict of a run: the checker's, except that a run that was not
+// completed, or whose result holds no check at all, is never a pass. Every command that
+// turns a run into an exit code or a report uses this one rule.
+func Verdict(run *history.Run, res *checker.Result) checker.Verdict {
+	if res == nil {
+		return checker.Unknown
+	}
+	vd := res.Verdict
+	if vd == "" {
+		vd = checker.Unknown
+	}
+	if vd == checker.Valid && (len(res.Checks) == 0 || run == nil || run.Info.Interrupted != "") {
+		return checker.Unknown
+	}
+	return vd
+}
