@@ -54,6 +54,9 @@ type NodeStatus struct {
 	Chaos    bool   `json:"chaos"`
 	Commits  int64  `json:"commits"`
 	Rejected int64  `json:"rejected"`
+	// HistoryError is set when the node could not write its history (a full disk):
+	// what it records from then on is lost, and the harness ends the run as unknown.
+	HistoryError string `json:"history_error,omitempty"`
 }
 
 // Errors of cluster operations.
