@@ -77,7 +77,8 @@
 //	              "held_ns": … | null, "failed", "error"?, "detail"?}],
 //	  "ops": {"total", "loads", "commits", "acquires", "renews", "releases", "step_downs",
 //	          "faults", "ok", "fail", "unknown", "unknown_commits", "resolved_by_audit"},
-//	  "store": {"cursor", "max_token", "token_counter", "sink_events", "audit_entries"} | null,
+//	  "store": {"cursor", "max_token", "token_counter", "sink_events", "audit_entries",
+//	            "sink_lost", "sink_duplicated"} | null,   // events 1..cursor missing from the sink; repeats
 //	  "files": ["faults.jsonl", "history/n1.jsonl", …, "results.json"],   // relative, sorted
 //	  "check_duration_ns": …
 //	}

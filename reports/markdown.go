@@ -88,6 +88,13 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// RenderTable renders a table with the report's renderer (tablewriter): GitHub
+// Markdown, or boxes for a terminal. right marks the columns of numbers
+// (right-aligned). Its writer's error is the caller's to see on its next write.
+func RenderTable(w io.Writer, header []string, right []bool, rows [][]string, markdown bool) {
+	renderTable(w, table{Header: header, Right: right, Rows: rows}, markdown)
+}
+
 // renderTable renders t with tablewriter: GitHub Markdown, or boxes for a terminal.
 func renderTable(w io.Writer, t table, markdown bool) {
 	align := make([]tw.Align, len(t.Header))

@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
@@ -201,6 +202,11 @@ type StoreSummary struct {
 	TokenCounter int64 `json:"token_counter"`
 	SinkEvents   int   `json:"sink_events"`
 	AuditEntries int   `json:"audit_entries"`
+	// SinkLost counts the events 1..Cursor missing from the sink and SinkDuplicated
+	// the sink entries that repeat an earlier one: the exactly-once check's findings
+	// as totals (a soak sums them over its runs).
+	SinkLost       int `json:"sink_lost"`
+	SinkDuplicated int `json:"sink_duplicated"`
 }
 
 // NewResults builds the content of results.json. It reads nothing but run.Dir's
@@ -302,9 +308,31 @@ func (v *view) results() *Results {
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
 			SinkEvents: len(st.Sink), AuditEntries: len(st.Audit)}
+		r.Store.SinkLost, r.Store.SinkDuplicated = sinkCounts(st.Sink, st.Cursor)
 	}
 	r.Files = v.allFiles()
 	return r
+}
+
+// sinkCounts counts the events 1..cursor missing from sink and the entries of sink
+// that repeat an earlier one. Its memory is bounded by the sink, not by the cursor.
+func sinkCounts(sink []int64, cursor int64) (lost, dup int) {
+	seen := make(map[int64]struct{}, len(sink))
+	in := int64(0)
+	for _, id := range sink {
+		if _, ok := seen[id]; ok {
+			dup++
+			continue
+		}
+		seen[id] = struct{}{}
+		if id >= 1 && id <= cursor {
+			in++
+		}
+	}
+	if cursor > in {
+		lost = int(min(cursor-in, math.MaxInt32))
+	}
+	return lost, dup
 }
 
 func ptr[T any](x T) *T { return &x }
