@@ -49,6 +49,9 @@ type RunInfo struct {
 	Versions map[string]string `json:"versions,omitempty"`
 	// Interrupted is set when the run was stopped early (Ctrl-C) or could not complete.
 	Interrupted string `json:"interrupted,omitempty"`
+	// RedisPeakMemory is Redis's used_memory_peak in bytes, read before the final stop;
+	// 0 if it could not be read.
+	RedisPeakMemory int64 `json:"redis_peak_memory_bytes,omitempty"`
 }
 
 // Store is the final state of the store, read from Redis after the run's recovery phase.
