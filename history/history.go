@@ -75,9 +75,26 @@ type Event struct {
 	Fault string `json:"fault,omitempty"`
 }
 
+// ErrBadInput is the root of every error that says the input itself is wrong (as
+// opposed to an I/O failure): errors.Is(err, ErrBadInput) holds for ErrMalformed,
+// ErrNoRun, ErrBadRunFile and everything LoadRun returns about a file's content. The
+// fenceline command maps it to exit code 2.
+var ErrBadInput = errors.New("history: bad input")
+
 // ErrMalformed is returned (wrapped, with the file and line) for a line that is not a
-// valid event.
-var ErrMalformed = errors.New("history: malformed event")
+// valid event. It wraps ErrBadInput.
+var ErrMalformed error = &inputError{"history: malformed event"}
+
+// inputError is a sentinel that is also ErrBadInput.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+func (e *inputError) Unwrap() error { return ErrBadInput }
+
+// MaxTime is the largest timestamp a history may carry (2^62 ns after the Unix epoch,
+// in the year 2116). A real host clock is far below it, and the headroom keeps every
+// sum and difference of two timestamps the checker computes from overflowing.
+const MaxTime = int64(1) << 62
 
 // Validate reports whether e is well formed.
 func (e Event) Validate() error {
@@ -94,8 +111,8 @@ func (e Event) Validate() error {
 	default:
 		return fmt.Errorf("%w: unknown kind %q", ErrMalformed, e.Kind)
 	}
-	if e.Time <= 0 {
-		return fmt.Errorf("%w: time %d", ErrMalformed, e.Time)
+	if e.Time <= 0 || e.Time > MaxTime {
+		return fmt.Errorf("%w: time %d is outside 1..%d (host nanoseconds since 1970)", ErrMalformed, e.Time, MaxTime)
 	}
 	return nil
 }
@@ -153,36 +170,70 @@ func (r *Recorder) Err() error {
 
 // Read parses a history from rd. name is used in error messages (a file name).
 // It stops at the first malformed line and names it. Record writes each line with one
-// write call, so even a node killed with SIGKILL leaves no torn line to excuse.
+// write call, so even a node killed with SIGKILL leaves no torn line to excuse; a torn
+// last line (a full disk) is an error here too: LoadRun is the reader that tolerates it.
 func Read(rd io.Reader, name string) ([]Event, error) {
-	return readInto(rd, name, nil)
+	evs, _, err := readInto(rd, name, nil, false)
+	return evs, err
 }
 
-// readInto is Read appending to dst, so that a caller that knows how many events to
-// expect can read without the slice growing (and doubling) as it goes.
-func readInto(rd io.Reader, name string, out []Event) ([]Event, error) {
+// maxLine bounds one line of a history or audit file.
+const maxLine = 4 << 20
+
+// scanLines calls fn for every non-empty line of rd with its 1-based number; torn is
+// true for a last line with no newline after it. Errors name the file and line.
+func scanLines(rd io.Reader, name string, fn func(line int, b []byte, torn bool) error) error {
 	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	unterminated := false
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		unterminated = atEOF && tok != nil && adv == len(data) && data[len(data)-1] != '\n'
+		return adv, tok, err
+	})
 	line := 0
 	for sc.Scan() {
 		line++
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
+		if b := sc.Bytes(); len(b) > 0 {
+			if err := fn(line, b, unterminated); err != nil {
+				return err
+			}
 		}
-		var e Event
-		if err := decodeEvent(b, &e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
-		}
-		if err := e.Validate(); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s:%d: %w: line longer than %d bytes", name, line+1, ErrMalformed, maxLine)
+		}
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
-	return out, nil
+	return nil
+}
+
+// readInto is Read appending to dst, so that a caller that knows how many events to
+// expect can read without the slice growing (and doubling) as it goes. With
+// tolerateTorn, a last line that has no newline and does not parse — a write cut short
+// by a full disk or a crash — is dropped and described in the returned warning.
+func readInto(rd io.Reader, name string, out []Event, tolerateTorn bool) ([]Event, string, error) {
+	warning := ""
+	err := scanLines(rd, name, func(line int, b []byte, torn bool) error {
+		var e Event
+		if err := decodeEvent(b, &e); err != nil {
+			if torn && tolerateTorn {
+				warning = fmt.Sprintf("%s:%d: torn last line dropped (%d bytes, cut mid-line with no newline)", name, line, len(b))
+				return nil
+			}
+			return fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
+		}
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, warning, nil
 }
 
 // ReadFile reads a history file.

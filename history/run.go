@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -93,47 +95,110 @@ type Run struct {
 	Events []Event // all nodes' events, ordered by time
 	Faults []Event // fault events, ordered by time
 	Store  *Store  // nil if the final read never happened
+	// Warnings lists what LoadRun tolerated but a reader must know: a torn last line
+	// of a history or of the fault log (cut mid-line by a full disk or a crash) that
+	// was dropped. The checker reports them and never calls such a run valid.
+	Warnings []string
 }
 
-// ErrNoRun is returned when a directory is not a run directory.
-var ErrNoRun = errors.New("history: not a run directory")
+// ErrNoRun is returned when a directory is not a run directory. It wraps ErrBadInput.
+var ErrNoRun error = &inputError{"history: not a run directory"}
+
+// ErrBadRunFile is returned (wrapped, naming the file and the problem) when run.json,
+// store.json or schedule.json is not what the harness writes. It wraps ErrBadInput.
+var ErrBadRunFile error = &inputError{"history: bad run file"}
+
+// ErrNoHistory is returned when a run directory has no history/ directory, or no
+// event in it. It wraps ErrBadInput.
+var ErrNoHistory error = &inputError{"history: no history"}
+
+// GzipSuffix is appended to a history, fault or audit file compressed at the end of a
+// run (history/<node>.jsonl.gz, faults.jsonl.gz, audit.jsonl.gz). LoadRun reads either;
+// when both exist it reads the plain one.
+const GzipSuffix = ".gz"
+
+// ScheduleFile holds the fault schedule generated from the seed: a JSON array of
+// steps, each an object with at least "kind" (a string) and "at_ns" (an integer).
+const ScheduleFile = "schedule.json"
+
+// Validate reports whether the run description is usable: times within 0..MaxTime,
+// no negative duration, End not before Start.
+func (ri *RunInfo) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"start", ri.Start}, {"heal_time", ri.HealTime}, {"end", ri.End}} {
+		if f.v < 0 || f.v > MaxTime {
+			return fmt.Errorf("%w: %s: %s %d is outside 0..%d (host nanoseconds since 1970)", ErrBadRunFile, RunInfoFile, f.name, f.v, MaxTime)
+		}
+	}
+	if ri.LeaseTTL < 0 || ri.Duration < 0 || int64(ri.LeaseTTL) > MaxTime || int64(ri.Duration) > MaxTime {
+		return fmt.Errorf("%w: %s: lease_ttl_ns %d or duration_ns %d is negative or too large", ErrBadRunFile, RunInfoFile, ri.LeaseTTL, ri.Duration)
+	}
+	if ri.End != 0 && ri.Start != 0 && ri.End < ri.Start {
+		return fmt.Errorf("%w: %s: end %d is before start %d", ErrBadRunFile, RunInfoFile, ri.End, ri.Start)
+	}
+	return nil
+}
 
 // LoadRun reads a run directory. The files are read in parallel: a long run's histories
-// and audit stream are hundreds of megabytes.
+// and audit stream are hundreds of megabytes. History, fault and audit files may be
+// gzip-compressed (GzipSuffix).
+//
+// Every error about the content of the directory wraps ErrBadInput and names the file
+// (and line): a missing run.json (ErrNoRun), a broken run.json, store.json or
+// schedule.json (ErrBadRunFile), no history/ or no event in it (ErrNoHistory), a
+// malformed line (ErrMalformed). A torn last line of a history or of the fault log is
+// not an error: it is dropped and listed in Run.Warnings.
 func LoadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
-	if err := readJSON(filepath.Join(dir, RunInfoFile), &r.Info); err != nil {
+	if err := readJSON(filepath.Join(dir, RunInfoFile), &r.Info, "a run description"); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrNoRun, dir, RunInfoFile)
 		}
 		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, HistoryDir, "*.jsonl"))
+	if err := r.Info.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := checkSchedule(filepath.Join(dir, ScheduleFile)); err != nil {
+		return nil, err
+	}
+	files, err := historyFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
 	var (
-		st     Store
-		stErr  error
-		audit  []AuditEntry
-		auErr  error
-		faults []Event
-		fErr   error
-		wg     sync.WaitGroup
+		st      Store
+		stErr   error
+		audit   []AuditEntry
+		auErr   error
+		faults  []Event
+		fWarn   string
+		fErr    error
+		hWarn   []string
+		wg      sync.WaitGroup
+		auditAt string
 	)
-	wg.Go(func() { stErr = readJSON(filepath.Join(dir, StoreFile), &st) })
-	wg.Go(func() { audit, auErr = readAudit(filepath.Join(dir, AuditFile)) })
-	wg.Go(func() { faults, fErr = ReadFile(filepath.Join(dir, FaultsFile)) })
-	r.Events, err = readHistories(files)
+	wg.Go(func() { stErr = readStore(filepath.Join(dir, StoreFile), &st) })
+	wg.Go(func() { audit, auditAt, auErr = readAudit(filepath.Join(dir, AuditFile)) })
+	wg.Go(func() { faults, fWarn, fErr = readEventsFile(filepath.Join(dir, FaultsFile)) })
+	r.Events, hWarn, err = readHistories(files)
 	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
+	if len(r.Events) == 0 {
+		return nil, fmt.Errorf("%w: %s: the history files hold no event", ErrNoHistory, filepath.Join(dir, HistoryDir))
+	}
+	r.Warnings = append(r.Warnings, hWarn...)
 	switch {
 	case fErr == nil:
 		r.Faults = faults
 		SortByTime(r.Faults)
+		if fWarn != "" {
+			r.Warnings = append(r.Warnings, fWarn)
+		}
 	case !errors.Is(fErr, os.ErrNotExist):
 		return nil, fErr
 	}
@@ -148,29 +213,127 @@ func LoadRun(dir string) (*Run, error) {
 	case auErr == nil && r.Store != nil:
 		r.Store.Audit = append(r.Store.Audit, audit...)
 	case auErr == nil:
-		return nil, fmt.Errorf("history: %s has %s but no %s", dir, AuditFile, StoreFile)
+		return nil, fmt.Errorf("%w: %s has %s but no %s", ErrBadInput, dir, filepath.Base(auditAt), StoreFile)
 	case !errors.Is(auErr, os.ErrNotExist):
 		return nil, auErr
 	}
 	return r, nil
 }
 
+// historyFiles lists the history files of dir: history/*.jsonl, and history/*.jsonl.gz
+// for a node with no plain file.
+func historyFiles(dir string) ([]string, error) {
+	hd := filepath.Join(dir, HistoryDir)
+	ents, err := os.ReadDir(hd)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s has no %s/ directory", ErrNoHistory, dir, HistoryDir)
+		}
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	plain := map[string]bool{}
+	var files []string
+	for _, e := range ents {
+		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".jsonl") {
+			plain[n] = true
+			files = append(files, filepath.Join(hd, n))
+		}
+	}
+	for _, e := range ents {
+		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".jsonl"+GzipSuffix) && !plain[strings.TrimSuffix(n, GzipSuffix)] {
+			files = append(files, filepath.Join(hd, n))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no <node>.jsonl file", ErrNoHistory, hd)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// openData opens path, or path+GzipSuffix when path does not exist, decompressing it.
+// The name returned is the file actually opened. The error wraps os.ErrNotExist when
+// neither exists.
+func openData(path string) (io.ReadCloser, string, error) {
+	f, err := os.Open(path)
+	if err == nil {
+		return openFile(f, path)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, path, fmt.Errorf("history: %w", err)
+	}
+	gz := path + GzipSuffix
+	g, gerr := os.Open(gz)
+	if gerr != nil {
+		if errors.Is(gerr, os.ErrNotExist) {
+			return nil, path, fmt.Errorf("history: %w", err)
+		}
+		return nil, gz, fmt.Errorf("history: %w", gerr)
+	}
+	return openFile(g, gz)
+}
+
+// openFile wraps an opened file in a gzip reader when its name says it is compressed.
+func openFile(f *os.File, name string) (io.ReadCloser, string, error) {
+	if !strings.HasSuffix(name, GzipSuffix) {
+		return f, name, nil
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		f.Close()
+		return nil, name, fmt.Errorf("%s: %w: not a gzip file: %v", name, ErrBadInput, err)
+	}
+	return &gzFile{zr: zr, f: f, name: name}, name, nil
+}
+
+// gzFile reads a gzip-compressed file; a corrupt or truncated stream is bad input.
+type gzFile struct {
+	zr   *gzip.Reader
+	f    *os.File
+	name string
+}
+
+func (g *gzFile) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w: corrupt or truncated gzip data: %v", g.name, ErrBadInput, err)
+	}
+	return n, err
+}
+
+func (g *gzFile) Close() error {
+	g.zr.Close()
+	return g.f.Close()
+}
+
+// readEventsFile reads a history-format file (plain or compressed), tolerating a torn
+// last line.
+func readEventsFile(path string) ([]Event, string, error) {
+	rc, name, err := openData(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rc.Close()
+	return readInto(rc, name, nil, true)
+}
+
 // readHistories reads history files into one slice ordered by time, as a stable sort of
 // their concatenation would order it. A long run's histories are hundreds of megabytes,
 // so it counts their lines first and reads every file, in parallel, into its own part of
 // one slice of exactly that size: no slice grows, and nothing is held twice.
-func readHistories(files []string) ([]Event, error) {
+func readHistories(files []string) ([]Event, []string, error) {
 	counts := make([]int, len(files))
 	total := 0
 	for i, f := range files {
 		n, err := countLines(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		counts[i], total = n, total+n
 	}
 	all := make([]Event, total)
 	parts := make([][]Event, len(files))
+	warns := make([]string, len(files))
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	off := 0
@@ -185,22 +348,33 @@ func readHistories(files []string) ([]Event, error) {
 				errs[i] = fmt.Errorf("history: %w", err)
 				return
 			}
-			defer fh.Close()
-			if parts[i], errs[i] = readInto(fh, f, dst); errs[i] == nil {
+			rc, _, err := openFile(fh, f)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer rc.Close()
+			if parts[i], warns[i], errs[i] = readInto(rc, f, dst, true); errs[i] == nil {
 				SortByTime(parts[i])
 			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := all[:0]
 	for _, p := range parts {
 		out = append(out, p...) // copies within all, towards its start, or from a reallocated part
 	}
 	SortByTime(out) // merges the sorted parts
-	return out, nil
+	var ws []string
+	for _, w := range warns {
+		if w != "" {
+			ws = append(ws, w)
+		}
+	}
+	return out, ws, nil
 }
 
 // countLines counts the newline-terminated lines of a file (plus a last one without).
@@ -209,11 +383,15 @@ func countLines(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("history: %w", err)
 	}
-	defer f.Close()
+	rc, _, err := openFile(f, path)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
 	buf := make([]byte, 1<<20)
 	n, last := 0, byte('\n')
 	for {
-		k, err := f.Read(buf)
+		k, err := rc.Read(buf)
 		if k > 0 {
 			n += bytes.Count(buf[:k], []byte{'\n'})
 			last = buf[k-1]
@@ -231,31 +409,81 @@ func countLines(path string) (int, error) {
 	return n, nil
 }
 
-func readAudit(path string) ([]AuditEntry, error) {
-	f, err := os.Open(path)
+// readAudit reads the audit file (plain or compressed). Unlike a history, a torn
+// line is an error: an entry missing from the audit stream would be read as a commit
+// that never reached the store.
+func readAudit(path string) ([]AuditEntry, string, error) {
+	rc, name, err := openData(path)
 	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return nil, name, err
 	}
-	defer f.Close()
+	defer rc.Close()
 	var out []AuditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
+	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
 		var a AuditEntry
-		if err := decodeAudit(sc.Bytes(), &a); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, err)
+		if err := decodeAudit(b, &a); err != nil {
+			what := ""
+			if torn {
+				what = " (a torn last line: the audit copy is incomplete)"
+			}
+			return fmt.Errorf("%s:%d: %w%s: %v", name, line, ErrMalformed, what, err)
 		}
 		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, name, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+	return out, name, nil
+}
+
+// readStore reads store.json, requiring the fields the harness always writes: a file
+// that lacks them (`{}`, or a file of another kind) is not a final read of the store.
+func readStore(path string, st *Store) error {
+	var fields map[string]json.RawMessage
+	if err := readJSON(path, &fields, "a final store read"); err != nil {
+		return err
 	}
-	return out, nil
+	var missing []string
+	for _, k := range []string{"cursor", "max_token", "token_counter", "sink", "balances"} {
+		if _, ok := fields[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s is not a final store read: missing %s", ErrBadRunFile, path, strings.Join(missing, ", "))
+	}
+	return readJSON(path, st, "a final store read")
+}
+
+// checkSchedule checks schedule.json, if present: a JSON array of fault steps.
+func checkSchedule(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	var steps []map[string]json.RawMessage
+	if err := json.Unmarshal(b, &steps); err != nil || steps == nil && !bytes.Equal(bytes.TrimSpace(b), []byte("[]")) {
+		return fmt.Errorf("%w: %s is not a fault schedule (a JSON array of steps)%s", ErrBadRunFile, path, jsonWhy(err))
+	}
+	for i, s := range steps {
+		var kind string
+		var at int64
+		if json.Unmarshal(s["kind"], &kind) != nil || kind == "" || json.Unmarshal(s["at_ns"], &at) != nil || at < 0 {
+			return fmt.Errorf("%w: %s: step %d is not a fault step (it needs a \"kind\" and a non-negative \"at_ns\")", ErrBadRunFile, path, i)
+		}
+	}
+	return nil
+}
+
+func jsonWhy(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
 }
 
 // SortByTime orders events by time, keeping the order of equal times (a node's own
@@ -301,20 +529,63 @@ func writeJSON(path string, v any, indent bool) error {
 	if err != nil {
 		return err
 	}
+	// Written aside and renamed over: a reader sees the old file or the new one. A
+	// failed write (a full disk) removes its temporary file rather than leave it.
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
-func readJSON(path string, v any) error {
+// readJSON reads a JSON file; what says what it should be ("a run description"), for
+// the message when it is not.
+func readJSON(path string, v any, what string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("history: %s: %w: %v", path, ErrMalformed, err)
+		return fmt.Errorf("%w: %s is not %s: %v", ErrBadRunFile, path, what, err)
 	}
 	return nil
+}
+
+// Locate returns where the lines of operation id are in the run directory's history
+// and fault files, as "file:line", in file order (at most 4). It reads the files again,
+// so it is meant for error messages; it returns nil for a run not loaded from a
+// directory.
+func (r *Run) Locate(id string) []string {
+	if r == nil || r.Dir == "" {
+		return nil
+	}
+	files, _ := historyFiles(r.Dir)
+	files = append(files, filepath.Join(r.Dir, FaultsFile))
+	var out []string
+	for _, f := range files {
+		rc, name, err := openData(f)
+		if err != nil {
+			continue
+		}
+		_ = scanLines(rc, name, func(line int, b []byte, _ bool) error {
+			var e Event
+			if decodeEvent(b, &e) == nil && e.ID == id {
+				out = append(out, fmt.Sprintf("%s:%d", name, line))
+				if len(out) == 4 {
+					return io.EOF
+				}
+			}
+			return nil
+		})
+		rc.Close()
+		if len(out) == 4 {
+			break
+		}
+	}
+	return out
 }
