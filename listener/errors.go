@@ -28,10 +28,11 @@ var (
 	ErrSource = errors.New("listener: bad answer from source")
 )
 
-// RejectedError is the error of a commit the store rejected. It unwraps to ErrStaleToken
-// or ErrCursorConflict and carries what the store held at the time.
+// RejectedError is the error of a commit the store rejected. It unwraps to ErrStaleToken,
+// ErrCursorConflict or (a commit the script found malformed) ErrInvalidBatch and carries
+// what the store held at the time.
 type RejectedError struct {
-	Reason       error  // ErrStaleToken or ErrCursorConflict
+	Reason       error  // ErrStaleToken, ErrCursorConflict or ErrInvalidBatch
 	Op           string // operation id of the commit
 	Token        int64  // the writer's token
 	From, To     int64  // the cursor move the writer asked for

@@ -106,13 +106,6 @@ func parseAudit(m redis.XMessage) (history.AuditEntry, error) {
 		}
 		return s, nil
 	}
-	num := func(f string) (int64, error) {
-		s, err := str(f)
-		if err != nil {
-			return 0, err
-		}
-		return parseOptInt(s)
-	}
 	var err error
 	if e.Op, err = str("op"); err != nil {
 		return e, err
@@ -122,6 +115,19 @@ func parseAudit(m redis.XMessage) (history.AuditEntry, error) {
 	}
 	if e.Result, err = str("result"); err != nil {
 		return e, err
+	}
+	num := func(f string) (int64, error) {
+		s, err := str(f)
+		if err != nil {
+			return 0, err
+		}
+		n, err := parseOptInt(s)
+		if err != nil && e.Result == ResultBadArgument && f != "time" {
+			// A rejected malformed commit is audited with its arguments as sent; one that
+			// is not an integer reads as 0 (the stream keeps the original).
+			return 0, nil
+		}
+		return n, err
 	}
 	for _, f := range []struct {
 		name string

@@ -55,6 +55,15 @@ type StoreConfig struct {
 // DefaultStoreTimeout is StoreConfig.Timeout's default.
 const DefaultStoreTimeout = 2 * time.Second
 
+// MaxExactInt is the largest magnitude a token, cursor, event id or amount may have: the
+// commit script compares numbers as Lua doubles, exact up to 2^53, and rejects anything
+// beyond (see CommitScript).
+const MaxExactInt = 1<<53 - 1
+
+// ResultBadArgument is the result, in the commit script's reply and in the audit stream,
+// of a commit whose arguments are malformed (see CommitScript). Nothing was applied.
+const ResultBadArgument = "bad-argument"
+
 // RedisStore is the reference CursorStore: a fenced cursor record in Redis, committed by
 // one Lua script (CommitScript). It is safe for concurrent use.
 type RedisStore struct {
@@ -184,10 +193,16 @@ func (s *RedisStore) Load(ctx context.Context) (cursor, token int64, err error) 
 // sending and, after, ok, fail (Error stale-token or cursor-conflict: certainly not
 // applied) or info (unknown: it may have been applied). A rejection returns a
 // *RejectedError wrapping ErrStaleToken or ErrCursorConflict; an unknown outcome an error
-// wrapping ErrOutcomeUnknown and the cause. An invalid batch returns ErrInvalidBatch and a
-// done ctx its error, both without sending or recording anything.
+// wrapping ErrOutcomeUnknown and the cause. An invalid batch (see checkBatch and
+// checkExact) returns ErrInvalidBatch and a done ctx its error, both without sending or
+// recording anything. A commit the script rejects as malformed (ResultBadArgument: only
+// possible if the script and these checks disagree, or with a substituted script) is
+// recorded as fail with that error and returns a *RejectedError wrapping ErrInvalidBatch.
 func (s *RedisStore) Commit(ctx context.Context, token, from int64, events []source.Event) error {
 	if err := checkBatch(from, events); err != nil {
+		return err
+	}
+	if err := checkExact(token, from, events); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -223,6 +238,8 @@ func (s *RedisStore) Commit(ctx context.Context, token, from int64, events []sou
 		rej.Reason = ErrStaleToken
 	case history.ErrCursorConflict:
 		rej.Reason = ErrCursorConflict
+	case ResultBadArgument:
+		rej.Reason = ErrInvalidBatch
 	default: // "ok", checked by parseCommitReply
 		s.record(ev, history.OK)
 		return nil
@@ -240,6 +257,7 @@ func (s *RedisStore) record(ev history.Event, typ history.Type) {
 	s.rec.Record(ev)
 }
 
+// checkBatch checks that a batch is not empty and its ids strictly increase after from.
 func checkBatch(from int64, events []source.Event) error {
 	if len(events) == 0 {
 		return fmt.Errorf("%w: empty", ErrInvalidBatch)
@@ -254,6 +272,23 @@ func checkBatch(from int64, events []source.Event) error {
 	return nil
 }
 
+// checkExact checks the rest of what the commit script would reject as
+// ResultBadArgument, so that a batch it cannot apply is never sent: every number within
+// ±MaxExactInt (the per-account sums are left to the script).
+func checkExact(token, from int64, events []source.Event) error {
+	if !exact(token) || !exact(from) {
+		return fmt.Errorf("%w: token %d or from %d beyond ±%d", ErrInvalidBatch, token, from, int64(MaxExactInt))
+	}
+	for _, e := range events {
+		if !exact(e.ID) || !exact(e.Amount) {
+			return fmt.Errorf("%w: event %d: id or amount %d beyond ±%d", ErrInvalidBatch, e.ID, e.Amount, int64(MaxExactInt))
+		}
+	}
+	return nil
+}
+
+func exact(n int64) bool { return n >= -MaxExactInt && n <= MaxExactInt }
+
 var errUnexpectedReply = errors.New("unexpected reply from commit script")
 
 // parseCommitReply reads the script's {result, cursor, token}.
@@ -265,7 +300,7 @@ func parseCommitReply(reply []any) (result string, cursor, token int64, err erro
 	switch {
 	case !ok:
 		return "", 0, 0, fmt.Errorf("%w: %v", errUnexpectedReply, reply)
-	case result != "ok" && result != history.ErrStaleToken && result != history.ErrCursorConflict:
+	case result != "ok" && result != history.ErrStaleToken && result != history.ErrCursorConflict && result != ResultBadArgument:
 		return "", 0, 0, fmt.Errorf("%w: result %q", errUnexpectedReply, result)
 	}
 	if cursor, err = parseOptInt(reply[1]); err != nil {
