@@ -73,6 +73,9 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		vs[i] = c.Verdict
 	}
 	res.Verdict = Combine(vs...)
+	if res.Warnings = run.Warnings; len(res.Warnings) > 0 && res.Verdict == Valid {
+		res.Verdict = Unknown // data was dropped: no pass on what was not read
+	}
 	res.Duration = time.Since(began)
 	return res, nil
 }

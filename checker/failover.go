@@ -13,7 +13,7 @@ import (
 // change is a leader change as the store saw it: the first commit accepted under a
 // token higher than every token accepted before.
 type change struct {
-	oldNode, newNode   uint16
+	oldNode, newNode   int32
 	oldToken, newToken int64
 	lastOldCall        int64 // invoke of the last commit accepted under oldToken
 	lastOld, firstNew  int64 // completions
@@ -22,7 +22,7 @@ type change struct {
 // leaderChanges walks the acknowledged commits in completion order.
 func leaderChanges(p *parsed) []change {
 	var out []change
-	cur, curNode := int64(math.MinInt64), uint16(0)
+	cur, curNode := int64(math.MinInt64), int32(0)
 	var lastCall, lastRet int64
 	for _, i := range p.okByRet() {
 		o := &p.ops[i]

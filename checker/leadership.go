@@ -32,7 +32,7 @@ func terms(p *parsed) []Term {
 		token  int64 // 0: any term of the node
 		reason string
 	}
-	markers := map[uint16][]marker{}
+	markers := map[int32][]marker{}
 	for _, s := range p.stepDowns {
 		r := "step-down"
 		if s.reason != "" {
@@ -63,7 +63,7 @@ func terms(p *parsed) []Term {
 	}
 	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
 	type key struct {
-		node  uint16
+		node  int32
 		token int64
 	}
 	idx := map[key]int{}

@@ -21,7 +21,7 @@ type linOp struct {
 	token     int64 // commit: the writer's token
 	a, b      int64 // commit: from, to; load: the cursor and token it returned
 	src       int32 // index in parsed.ops
-	node      uint16
+	node      int32
 	commit    bool
 	out       outcome // commit: outOK (accepted), outStale, outConflict, outUnknown
 }
@@ -302,7 +302,7 @@ func toPorcupine(ops []linOp) []porcupine.Operation {
 		id   int
 		last int64
 	}
-	lanes := map[uint16][]lane{}
+	lanes := map[int32][]lane{}
 	next := 0
 	out := make([]porcupine.Operation, len(ops))
 	for i := range ops {

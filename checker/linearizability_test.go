@@ -65,7 +65,7 @@ func randomHistory(rng *rand.Rand) ([]linOp, regState) {
 	for i := range gs {
 		call := rng.Int64N(span + 1)
 		dur := rng.Int64N(1 + rng.Int64N(16))
-		gs[i] = gen{lin: call + rng.Int64N(dur+1), op: linOp{call: call, ret: call + dur, node: uint16(rng.IntN(4))}}
+		gs[i] = gen{lin: call + rng.Int64N(dur+1), op: linOp{call: call, ret: call + dur, node: int32(rng.IntN(4))}}
 	}
 	slices.SortFunc(gs, func(a, b gen) int { return cmpInt(a.lin, b.lin) })
 	st := init

@@ -53,7 +53,7 @@ type op struct {
 	a, b      int64 // commit: from, to; ok load: cursor, token
 	ev        int32 // index of the invoke event in parsed.evs
 	done      int32 // index of the completion event, -1 if none
-	node      uint16
+	node      int32
 	kind      opKind
 	out       outcome
 	res       resolution
@@ -63,7 +63,7 @@ type op struct {
 // elOp is an election operation: acquire, renew or release.
 type elOp struct {
 	kind      history.Kind
-	node      uint16
+	node      int32
 	call, ret int64
 	typ       history.Type // completion type; Info if there was none
 	token     int64
@@ -71,7 +71,7 @@ type elOp struct {
 }
 
 type stepDown struct {
-	node   uint16
+	node   int32
 	time   int64
 	token  int64
 	reason string
@@ -90,7 +90,7 @@ type parsed struct {
 	start     int64
 	end       int64 // latest event time
 	nodes     []string
-	nodeIdx   map[string]uint16
+	nodeIdx   map[string]int32
 	ops       []op // store operations, in invoke order
 	el        []elOp
 	stepDowns []stepDown
@@ -133,7 +133,10 @@ func cmpInt(a, b int64) int {
 
 // parse turns run into operations and resolves unknown commits from the audit stream.
 func parse(run *history.Run) (*parsed, error) {
-	p := &parsed{run: run, evs: sortedByTime(run.Events), nodeIdx: map[string]uint16{}}
+	p := &parsed{run: run, evs: sortedByTime(run.Events), nodeIdx: map[string]int32{}}
+	if err := run.Info.Validate(); err != nil {
+		return nil, badf("%v", err)
+	}
 	for _, n := range run.Info.Nodes {
 		p.node(n)
 	}
@@ -141,6 +144,7 @@ func parse(run *history.Run) (*parsed, error) {
 	if p.start == 0 && len(p.evs) > 0 {
 		p.start = p.evs[0].Time
 	}
+	p.end = p.start // with no event at all, the run ends where it starts
 	if err := p.parseFaults(run.Faults, "faults"); err != nil {
 		return nil, err
 	}
@@ -165,7 +169,7 @@ func parse(run *history.Run) (*parsed, error) {
 	for i := range p.evs {
 		e := &p.evs[i]
 		if err := e.Validate(); err != nil {
-			return nil, badf("event %d (id %q): %v", i, e.ID, err)
+			return nil, badf("event %d (id %q)%s: %v", i, e.ID, p.where(e.ID), err)
 		}
 		p.end = max(p.end, e.Time)
 		switch e.Kind {
@@ -179,7 +183,7 @@ func parse(run *history.Run) (*parsed, error) {
 		}
 		if e.Type == history.Invoke {
 			if _, dup := pending[e.ID]; dup {
-				return nil, badf("%s %s invoked twice with id %q (second at %s) before completing", e.Node, e.Kind, e.ID, p.t(e.Time))
+				return nil, badf("%s %s invoked twice with id %q (second at %s) before completing%s", e.Node, e.Kind, e.ID, p.t(e.Time), p.where(e.ID))
 			}
 			n := p.node(e.Node)
 			switch e.Kind {
@@ -198,7 +202,7 @@ func parse(run *history.Run) (*parsed, error) {
 		}
 		pd, ok := pending[e.ID]
 		if !ok {
-			return nil, badf("completion without invoke: %s %s %s id %q at %s", e.Node, e.Kind, e.Type, e.ID, p.t(e.Time))
+			return nil, badf("completion without invoke: %s %s %s id %q at %s%s", e.Node, e.Kind, e.Type, e.ID, p.t(e.Time), p.where(e.ID))
 		}
 		delete(pending, e.ID)
 		var inv *history.Event
@@ -208,7 +212,7 @@ func parse(run *history.Run) (*parsed, error) {
 			inv = &p.evs[p.ops[pd.idx].ev]
 		}
 		if inv.Kind != e.Kind || inv.Node != e.Node {
-			return nil, badf("id %q: invoked as %s %s, completed as %s %s at %s", e.ID, inv.Node, inv.Kind, e.Node, e.Kind, p.t(e.Time))
+			return nil, badf("id %q: invoked as %s %s, completed as %s %s at %s%s", e.ID, inv.Node, inv.Kind, e.Node, e.Kind, p.t(e.Time), p.where(e.ID))
 		}
 		if pd.el {
 			l := &p.el[pd.idx]
@@ -250,11 +254,20 @@ func parse(run *history.Run) (*parsed, error) {
 	return p, nil
 }
 
-func (p *parsed) node(name string) uint16 {
+// where names the file lines of operation id for an error message: " at
+// dir/history/n1.jsonl:7, dir/history/n1.jsonl:9", or "" for a run not read from files.
+func (p *parsed) where(id string) string {
+	if locs := p.run.Locate(id); len(locs) > 0 {
+		return " (" + strings.Join(locs, ", ") + ")"
+	}
+	return ""
+}
+
+func (p *parsed) node(name string) int32 {
 	if i, ok := p.nodeIdx[name]; ok {
 		return i
 	}
-	i := uint16(len(p.nodes))
+	i := int32(len(p.nodes))
 	p.nodes = append(p.nodes, name)
 	p.nodeIdx[name] = i
 	return i
@@ -267,14 +280,14 @@ func (p *parsed) parseFaults(evs []history.Event, where string) error {
 	open := map[string]int{}
 	for i, e := range sortedByTime(evs) {
 		if err := e.Validate(); err != nil {
-			return badf("%s: fault event %d (id %q): %v", where, i, e.ID, err)
+			return badf("%s: fault event %d (id %q)%s: %v", where, i, e.ID, p.where(e.ID), err)
 		}
 		if e.Kind != history.KindFault {
-			return badf("%s: event %q of kind %s among the faults", where, e.ID, e.Kind)
+			return badf("%s: event %q of kind %s among the faults%s", where, e.ID, e.Kind, p.where(e.ID))
 		}
 		if e.Type == history.Invoke {
 			if _, dup := open[e.ID]; dup {
-				return badf("fault %q injected twice", e.ID)
+				return badf("fault %q injected twice%s", e.ID, p.where(e.ID))
 			}
 			open[e.ID] = len(p.faults)
 			p.faults = append(p.faults, fault{id: e.ID, kind: e.Fault, node: e.Node, inject: e.Time})
@@ -282,7 +295,7 @@ func (p *parsed) parseFaults(evs []history.Event, where string) error {
 		}
 		j, ok := open[e.ID]
 		if !ok {
-			return badf("fault %q (%s on %s) healed at %s but never injected", e.ID, e.Fault, e.Node, p.t(e.Time))
+			return badf("fault %q (%s on %s) healed at %s but never injected%s", e.ID, e.Fault, e.Node, p.t(e.Time), p.where(e.ID))
 		}
 		f := &p.faults[j]
 		if e.Type == history.Fail {

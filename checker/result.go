@@ -65,6 +65,10 @@ type Result struct {
 	Start int64 `json:"start"`
 	// Duration is how long Check took.
 	Duration time.Duration `json:"duration_ns"`
+	// Warnings lists what the run's files lacked (history.Run.Warnings: a torn last
+	// line that was dropped). A run with warnings is never Valid: Verdict is at best
+	// Unknown, because what was dropped might have shown a violation.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Check returns the result of the named check, or nil if it did not run.

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -159,8 +160,8 @@ func (p *parsed) sinkWriters(initialCursor int64) (wrote func(pos int) int64, pa
 		if a.Result != "ok" {
 			continue
 		}
-		if a.To > a.From {
-			n += a.To - a.From
+		if d := a.To - a.From; a.To > a.From && d > 0 { // d > 0: no overflow
+			n = min(n, math.MaxInt64-d) + d
 		}
 		spans = append(spans, span{end: n, op: a.Op, to: a.To})
 	}
