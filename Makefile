@@ -12,7 +12,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker
+.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker soak
 
 all: build
 
@@ -80,6 +80,18 @@ validate: check-deps build
 validate-short: check-deps build
 	$(FENCELINE) validate --seeds 1 --duration 60s \
 	  --variants no-fence,client-check,string-compare,lease-only,volatile-redis
+
+# soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
+# SEED0..SEED0+RUNS-1) into OUT (default reports/soak), one subprocess per run, and sums
+# them up in one table. Finished runs are not run again. SHARD=i/N runs only the i-th of
+# N disjoint slices; `fenceline soak-report DIR...` merges the shards.
+RUNS  ?= 20
+SEED0 ?= 1
+SHARD ?= 1/1
+given = $(filter command line environment,$(origin $(1)))
+soak: check-deps build
+	$(FENCELINE) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
+	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
 
 clean:
 	rm -rf $(BIN) docker/build

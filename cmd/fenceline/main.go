@@ -35,6 +35,8 @@ func commands() []command {
 		{"check", "re-check a stored run directory", runCheck},
 		{"report", "regenerate the report of a stored run directory", runReport},
 		{"validate", "run the broken variants and the reference, and measure detection rates", runValidate},
+		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up", runSoak},
+		{"soak-report", "merge soak directories or shard summaries into one table", runSoakReport},
 	}
 }
 

@@ -1,0 +1,256 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
+)
+
+// Config is one soak, or one shard of it.
+type Config struct {
+	// Binary is the fenceline executable each run starts (`Binary chaos ...`). Required.
+	Binary string
+	// Out is the soak directory; run i goes to Out/run-NNN. Required.
+	Out string
+	// Runs is the number of runs of the whole soak. Default 20.
+	Runs int
+	// Duration is each run's chaos phase. Default 5m.
+	Duration time.Duration
+	// Seed0 is the base seed: run i has seed Seed0+i. Default 1.
+	Seed0 int64
+	// Shard selects the slice of run indices this process runs. Default 1/1 (all).
+	Shard Shard
+	// ChaosArgs are extra flags passed to every chaos command (after the soak's own).
+	ChaosArgs []string
+	// KillAfter bounds how long a run may take to stop after the soak was interrupted
+	// (it got SIGINT): then it is killed. Default 2m.
+	KillAfter time.Duration
+	// Logger receives one line per run. Default: discard.
+	Logger *slog.Logger
+}
+
+// Errors of a soak's configuration and state.
+var (
+	// ErrBadConfig is returned (wrapped) for a configuration that cannot run.
+	ErrBadConfig = errors.New("soak: bad configuration")
+	// ErrOtherSoak is returned (wrapped) when Out holds runs of another soak (another
+	// base seed or run count): resuming them would mix two soaks.
+	ErrOtherSoak = errors.New("soak: the directory holds another soak")
+)
+
+func (c *Config) defaults() error {
+	if c.Runs == 0 {
+		c.Runs = 20
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Minute
+	}
+	if c.Seed0 == 0 {
+		c.Seed0 = 1
+	}
+	if c.Shard.N == 0 {
+		c.Shard = Shard{1, 1}
+	}
+	if c.KillAfter == 0 {
+		c.KillAfter = 2 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Binary == "":
+		return fmt.Errorf("%w: no fenceline binary", ErrBadConfig)
+	case c.Out == "":
+		return fmt.Errorf("%w: no output directory", ErrBadConfig)
+	case c.Runs < 1 || c.Runs > 10000:
+		return fmt.Errorf("%w: runs %d, want 1..10000", ErrBadConfig, c.Runs)
+	case c.Duration < 0:
+		return fmt.Errorf("%w: negative duration %s", ErrBadConfig, c.Duration)
+	case c.Seed0 < 1 || c.Seed0 > 1<<62:
+		return fmt.Errorf("%w: base seed %d, want 1..2^62", ErrBadConfig, c.Seed0)
+	case c.Shard.I < 1 || c.Shard.I > c.Shard.N:
+		return fmt.Errorf("%w: shard %d/%d", ErrBadShard, c.Shard.I, c.Shard.N)
+	}
+	return nil
+}
+
+// SummaryName returns the base name of the summary files the soak writes in Out:
+// "soak" for a whole soak, "soak-shard-I-of-N" for a shard (shards may share Out).
+func (c *Config) SummaryName() string {
+	s := c.Shard.norm()
+	if s.N == 1 {
+		return SummaryName
+	}
+	return fmt.Sprintf("%s-shard-%d-of-%d", SummaryName, s.I, s.N)
+}
+
+// Run runs the shard's runs that have not finished yet, one after another, and
+// returns the summary of the shard's finished runs; it also writes it to Out (see
+// SummaryName). It blocks until the last run is done. When ctx is cancelled, the
+// current run gets SIGINT (it heals, stops and writes what it recorded), Run waits for
+// it — killing it after KillAfter — starts no other, and returns the summary of what
+// finished with ctx's error. Other errors (bad configuration, a directory it cannot
+// use) return no summary.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	indices := cfg.Shard.Indices(cfg.Runs)
+	var runs []Record
+	var runErr error
+	for n, i := range indices {
+		seed := SeedOf(cfg.Seed0, i)
+		r, done, err := loadSlot(cfg.Out, i)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			if (r.Planned != 0 && r.Planned != cfg.Runs) || (r.Seed0 != 0 && r.Seed0 != cfg.Seed0) || r.Seed != seed {
+				return nil, fmt.Errorf("%w: %s has seed %d of %d runs from base seed %d; this soak has seed %d of %d runs from base seed %d: use another output directory",
+					ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.Seed0, seed, cfg.Runs, cfg.Seed0)
+			}
+			cfg.Logger.Info("run already finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
+			runs = append(runs, r)
+			continue
+		}
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
+			break
+		}
+		if err := moveAside(cfg.Out, i); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("run starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(indices)))
+		r, err = cfg.runOne(ctx, i, seed)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("run finished", "run", i, "seed", seed, "verdict", string(r.Verdict), "exit", r.ExitCode,
+			"runner_peak_mb", float64(r.RunnerPeakRSS)/1e6, "reason", r.Reason)
+		if r.Interrupted {
+			runErr = ctx.Err()
+			break
+		}
+		runs = append(runs, r)
+	}
+	s := Summarize(runs, indices)
+	if err := s.WriteFiles(cfg.Out, cfg.SummaryName()); err != nil {
+		return s, fmt.Errorf("soak: write summary: %w", err)
+	}
+	return s, runErr
+}
+
+// moveAside renames an existing, unfinished slot to run-NNN.incomplete-K.
+func moveAside(out string, index int) error {
+	slot := filepath.Join(out, slotName(index))
+	if _, err := os.Lstat(slot); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for k := 1; ; k++ {
+		dst := fmt.Sprintf("%s.incomplete-%d", slot, k)
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(slot, dst); err != nil {
+				return fmt.Errorf("soak: move aside unfinished %s: %w", slot, err)
+			}
+			return nil
+		}
+	}
+}
+
+// runOne runs the chaos command of run index into its slot, records the marker and
+// returns the run. Its error is one of the soak itself (a slot it cannot write); a
+// failed run is a Record with an unknown verdict.
+func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, error) {
+	slot := filepath.Join(c.Out, slotName(index))
+	if err := os.Mkdir(slot, 0o755); err != nil {
+		return Record{}, fmt.Errorf("soak: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(slot, LogFile))
+	if err != nil {
+		return Record{}, fmt.Errorf("soak: %w", err)
+	}
+	defer logf.Close()
+	args := append([]string{"chaos", "--duration", c.Duration.String(), "--seed", strconv.FormatInt(seed, 10),
+		"--out", slot, "--quiet"}, c.ChaosArgs...)
+	cmd := exec.Command(c.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a Ctrl-C on the terminal reaches only the soak, which
+	// forwards exactly one SIGINT to the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r := unknownRun(index, seed)
+	r.Planned, r.Seed0 = c.Runs, c.Seed0
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		r.Reason = fmt.Sprintf("could not start the chaos command: %v", err)
+		return r, writeMarker(slot, r)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-ctx.Done():
+		r.Interrupted = true
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case werr = <-waited:
+		case <-time.After(c.KillAfter):
+			// The whole group: the run's own children too.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			werr = <-waited
+		}
+	}
+	r.Elapsed = time.Since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		r.ExitCode = ps.ExitCode()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			r.RunnerPeakRSS = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+		}
+	}
+	runDir, err := runDirIn(slot)
+	if err != nil {
+		r.Reason = err.Error()
+	} else if runDir == "" {
+		r.Reason = fmt.Sprintf("the chaos command made no run directory (%v; see %s)", werr, LogFile)
+	} else {
+		r.Dir = rel(c.Out, runDir)
+		elapsed := r.Elapsed
+		r.fill(runDir)
+		r.Elapsed = elapsed
+	}
+	if r.ExitCode == 2 || r.ExitCode < 0 {
+		r.Verdict = checker.Combine(r.Verdict, checker.Unknown)
+		r.Reason = fmt.Sprintf("the chaos command %s (see %s)", exitText(werr, r.ExitCode), filepath.ToSlash(filepath.Join(slotName(index), LogFile)))
+	}
+	if r.ExitCode == 1 {
+		r.Verdict = checker.Invalid
+	}
+	return r, writeMarker(slot, r)
+}
+
+func exitText(werr error, code int) string {
+	if code >= 0 {
+		return fmt.Sprintf("exited %d", code)
+	}
+	return fmt.Sprint(werr)
+}
+
+func writeMarker(slot string, r Record) error {
+	if err := history.WriteJSON(filepath.Join(slot, MarkerFile), r); err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	return nil
+}
