@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
@@ -50,6 +51,13 @@ type Config struct {
 	Versions map[string]string
 	// Logger receives progress. Default: discard.
 	Logger *slog.Logger
+	// MonitorInterval is how often the harness probes Redis (directly, bypassing every
+	// proxy), the nodes' history writers and the run directory's free space. Default
+	// 500ms.
+	MonitorInterval time.Duration
+	// MinFreeDisk ends the run as unknown when the run directory's filesystem has fewer
+	// bytes free: the histories of a full disk are torn. Default 16 MiB; negative: off.
+	MinFreeDisk int64
 }
 
 // ErrIncomplete is returned (wrapped) when a run could not be completed: the run
@@ -80,6 +88,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MonitorInterval == 0 {
+		c.MonitorInterval = 500 * time.Millisecond
+	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = 16 << 20
 	}
 	c.Node.Chaos = true
 	c.Node.Workload = c.Workload.Name
@@ -123,9 +137,19 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
+	if steps == nil {
+		steps = []nemesis.Step{} // schedule.json is an array, also when empty
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
+	// From here on the run directory exists: whatever fails makes an incomplete run,
+	// never a usage error.
+	defer func() {
+		if err != nil && !errors.Is(err, ErrIncomplete) {
+			err = fmt.Errorf("%w: %v", ErrIncomplete, err)
+		}
+	}()
 	info := history.RunInfo{
 		Seed: cfg.Seed, Nodes: cluster.NodeIDs(cfg.Nodes), Workload: cfg.Workload.Name,
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
@@ -134,6 +158,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}
+	}
+	// run.json is written first as an unfinished run and replaced at the end: if the
+	// end never comes (the runner killed, the disk full), the directory still says the
+	// run is incomplete and no check of it can pass.
+	unfinished := info
+	unfinished.Interrupted = "the run did not finish: the runner stopped before recording its end"
+	if err := history.WriteJSON(filepath.Join(cfg.Dir, history.RunInfoFile), unfinished); err != nil {
+		return fmt.Errorf("harness: %w", err)
 	}
 	if err := history.WriteJSON(filepath.Join(cfg.Dir, "schedule.json"), steps); err != nil {
 		return fmt.Errorf("harness: %w", err)
@@ -180,15 +212,36 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("%w: start: %v", ErrIncomplete, err)
 	}
 	r.c = c
+	r.mon = newMonitor(r)
+	r.mon.start()
+	// A condition the monitor finds (a full disk, a node that cannot record) ends the
+	// run at once, as if interrupted, with that reason.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case ferr := <-r.mon.fatal:
+			cancel(ferr)
+		case <-ctx.Done():
+		}
+	}()
 	r.log.Info("warm-up: waiting for a first commit")
 	if err := r.waitProgress(ctx, cfg.WarmupTimeout); err != nil {
-		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, err)
+		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, causeOf(ctx, err))
 	}
 	r.log.Info("chaos", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
 	if err := r.chaos(ctx, steps); err != nil {
-		return fmt.Errorf("%w: %v", ErrIncomplete, err)
+		return fmt.Errorf("%w: %v", ErrIncomplete, causeOf(ctx, err))
 	}
 	return nil
+}
+
+// causeOf is err, or the reason ctx was cancelled for when that is what err reports.
+func causeOf(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+		return c
+	}
+	return err
 }
 
 type runner struct {
@@ -198,6 +251,7 @@ type runner struct {
 	faults *history.Recorder
 	seq    int
 	open   *openFault // the fault injected and not yet healed
+	mon    *monitor
 }
 
 type openFault struct {
@@ -235,6 +289,9 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	if f.TargetsNode() {
 		target = r.resolve(ctx, s.Target)
 	}
+	if target == nemesis.TargetRedis {
+		r.mon.redisFaultInjected()
+	}
 	r.seq++
 	id := fmt.Sprintf("fault-%d", r.seq)
 	r.faults.Record(history.Event{ID: id, Type: history.Invoke, Kind: history.KindFault, Node: target, Fault: s.Kind})
@@ -255,6 +312,9 @@ func (r *runner) heal(ctx context.Context) error {
 	}
 	r.open = nil
 	what, err := o.f.Heal(ctx, r.c, o.target)
+	if o.target == nemesis.TargetRedis {
+		r.mon.redisFaultHealed()
+	}
 	ev := history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: o.target, Fault: o.kind, Reason: what}
 	if err != nil {
 		ev.Type, ev.Error = history.Info, err.Error()
@@ -292,10 +352,15 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		errs = append(errs, fmt.Errorf("heal all: %w", err))
 	}
 	info.HealTime = time.Now().UnixNano()
-	r.log.Info("healed; recovery: waiting for a commit")
-	if err := r.waitProgress(ctx, r.cfg.RecoveryTimeout); err != nil {
-		// Not an incomplete run: the progress check will report it from the history.
-		r.log.Warn("no commit after the final heal", slog.Any("err", err))
+	if f := r.mon.failure(); f != nil {
+		// The record is already untrustworthy: no recovery phase to wait for.
+		errs = append(errs, f)
+	} else {
+		r.log.Info("healed; recovery: waiting for a commit")
+		if err := r.waitProgress(ctx, r.cfg.RecoveryTimeout); err != nil {
+			// Not an incomplete run: the progress check will report it from the history.
+			r.log.Warn("no commit after the final heal", slog.Any("err", err))
+		}
 	}
 	for _, id := range r.c.Nodes() {
 		if r.c.Running(id) {
@@ -303,6 +368,10 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	r.mon.stop()
+	if f := r.mon.failure(); f != nil && !slices.Contains(errs, f) {
+		errs = append(errs, f)
 	}
 	st, err := ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
 	if err != nil {

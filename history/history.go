@@ -26,6 +26,11 @@ const (
 	KindFault    Kind = "fault"     // harness: a fault injected (invoke) and healed (ok)
 )
 
+// FaultRedisUnavailable is the fault kind of a Redis outage that the harness did not
+// inject but found with its own probe: an invoke when Redis stopped answering, an ok (or
+// an info, if it never answered again) when it did, with the duration in Reason.
+const FaultRedisUnavailable = "redis-unavailable"
+
 // Type is the phase of an event, as in Jepsen.
 type Type string
 

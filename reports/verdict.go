@@ -21,3 +21,13 @@ func Verdict(run *history.Run, res *checker.Result) checker.Verdict {
 	}
 	return vd
 }
+
+// faultLabel names a fault kind in the report's tables: a Redis outage the harness did
+// not inject is labelled as such, so that its failover windows are not read as the
+// effect of a scheduled fault.
+func faultLabel(kind string) string {
+	if kind == history.FaultRedisUnavailable {
+		return "no injected fault (Redis unavailable)"
+	}
+	return kind
+}

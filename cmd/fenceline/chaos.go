@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -194,17 +195,35 @@ func pickBackend(name, bin string) (func(context.Context, cluster.Spec) (cluster
 	return nil, "", fmt.Errorf("unknown backend %q (local, docker, auto)", name)
 }
 
-// newRunDir creates <out>/<UTC timestamp>-<seed> and points <out>/latest at it.
+// newRunDir creates a new run directory <out>/<UTC timestamp>-<seed>[-k] and points
+// <out>/latest at it. The directory is created exclusively (os.Mkdir fails on one that
+// exists): two runs started in the same second with the same seed get two directories,
+// so that a run never reads or writes another's files.
 func newRunDir(out string, seed int64) (string, error) {
-	name := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), seed)
-	dir := filepath.Join(out, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	latest := filepath.Join(out, "latest")
-	_ = os.Remove(latest)
-	if err := os.Symlink(name, latest); err != nil {
+	base := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), seed)
+	name := base
+	for k := 2; ; k++ {
+		err := os.Mkdir(filepath.Join(out, name), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || k > 1000 {
+			return "", err
+		}
+		name = fmt.Sprintf("%s-%d", base, k)
+	}
+	// Replace the link atomically: a link made under a private name and renamed over
+	// the old one, so that concurrent runs never see it missing or fail on it.
+	tmp := filepath.Join(out, fmt.Sprintf(".latest-%d-%s", os.Getpid(), name))
+	if err := os.Symlink(name, tmp); err != nil {
 		return "", err
 	}
-	return dir, nil
+	if err := os.Rename(tmp, filepath.Join(out, "latest")); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return filepath.Join(out, name), nil
 }
