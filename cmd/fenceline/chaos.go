@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,13 +27,13 @@ import (
 
 func runChaos(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	duration := fs.Duration("duration", 60*time.Second, "length of the chaos phase")
-	nodes := fs.Int("nodes", 3, "number of nodes")
-	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(nemesis.Known)+", partition (both flavours), all, none")
+	duration := fs.Duration("duration", 60*time.Second, "length of the chaos phase (> 0)")
+	nodes := fs.Int("nodes", 3, fmt.Sprintf("number of nodes (1 to %d)", maxNodes))
+	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(nemesis.Known)+", partition (both flavours), all, or none for no faults")
 	seed := fs.Int64("seed", 0, "seed of the fault schedule; the same seed gives the same schedule (0: pick one from the clock)")
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
-	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election")
+	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
@@ -41,6 +43,12 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	}
 	if *seed == 0 {
 		*seed = time.Now().UnixNano()%1_000_000 + 1
+	}
+	if strings.TrimSpace(*nem) == "" {
+		// An empty list is more likely a shell variable that was not set than a wish
+		// for a run without faults: that one is spelled none.
+		fmt.Fprintln(stderr, "fenceline chaos: --nemesis is empty: name the faults, all, or none")
+		return exitUsage
 	}
 	kinds, err := nemesis.ParseList(*nem)
 	if err != nil {
@@ -92,11 +100,22 @@ type chaosSpec struct {
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
 
+// maxNodes caps --nodes: each node is a process (or a container) with two proxies of
+// its own, and a run is meant for one machine.
+const maxNodes = 32
+
 // prepare checks the spec and resolves its binary and backend. Its errors are usage
-// errors.
+// errors. A zero value is an error, never a silent default.
 func (s *chaosSpec) prepare() error {
-	if s.Nodes < 1 || s.Duration < 0 || s.LeaseTTL < 100*time.Millisecond {
-		return errors.New("need --nodes >= 1, --duration >= 0 and --lease-ttl >= 100ms")
+	switch {
+	case s.Nodes < 1:
+		return fmt.Errorf("need --nodes >= 1 (got %d)", s.Nodes)
+	case s.Nodes > maxNodes:
+		return fmt.Errorf("--nodes %d: at most %d nodes run on one machine", s.Nodes, maxNodes)
+	case s.Duration <= 0:
+		return fmt.Errorf("need --duration > 0 (got %v)", s.Duration)
+	case s.LeaseTTL < 100*time.Millisecond:
+		return fmt.Errorf("need --lease-ttl >= 100ms (got %v)", s.LeaseTTL)
 	}
 	if err := checkVariant(s.Variant); err != nil {
 		return err
@@ -108,9 +127,17 @@ func (s *chaosSpec) prepare() error {
 		}
 		s.Binary = bin
 	}
+	if st, err := os.Stat(s.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--binary %s: not an executable file", s.Binary)
+	}
 	start, name, err := pickBackend(s.Backend, s.Binary)
 	if err != nil {
 		return err
+	}
+	if name == "local" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
+		}
 	}
 	s.start, s.Backend = start, name
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,5 +89,45 @@ func TestRunDirsAreExclusive(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(out, ".latest-*"))
 	if len(left) > 0 {
 		t.Errorf("temporary links left behind: %v", left)
+	}
+}
+
+// Values that used to become defaults silently, and inputs found bad only once a run had
+// started, are usage errors before any run directory exists.
+func TestChaosRejectsBadSettings(t *testing.T) {
+	out := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0"}, "need --duration > 0"},
+		{[]string{"--lease-ttl", "0"}, "need --lease-ttl >= 100ms"},
+		{[]string{"--nemesis", ""}, "--nemesis is empty"},
+		{[]string{"--nodes", "1000"}, "at most 32 nodes"},
+		{[]string{"--binary", "/nonexistent/fenceline"}, "not an executable file"},
+		{[]string{"--binary", t.TempDir()}, "not an executable file"},
+	} {
+		args := append([]string{"chaos", "--out", out}, tc.args...)
+		code, _, stderr := runCmd(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, stderr, tc.want)
+		}
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("rejected runs left %d entries in --out", len(left))
+	}
+}
+
+// Without redis-server in PATH the local backend cannot run: a usage error that says
+// what to install.
+func TestChaosWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd("chaos", "--out", t.TempDir(), "--binary", bin, "--backend", "local")
+	if code != exitUsage || !strings.Contains(stderr, "apt-get install -y redis-server") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the package", code, stderr)
 	}
 }
