@@ -270,7 +270,7 @@ func indexList(xs []int) string {
 // per fault kind and the runs.
 func (s *Summary) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "# fenceline soak: %s\n\n", strings.ToUpper(string(s.Verdict)))
-	fmt.Fprintf(w, "%s\n\n", s.Headline())
+	fmt.Fprintf(w, "**%s**\n\n", mdEscape(s.Headline()))
 	for _, t := range s.tables() {
 		fmt.Fprintf(w, "## %s\n\n", t.title)
 		reports.RenderTable(w, t.header, t.right, t.rows, true)
@@ -342,6 +342,11 @@ func (s *Summary) tables() []table {
 		out = append(out, fo)
 	}
 	return append(out, runs)
+}
+
+// mdEscape escapes the characters Markdown would read as emphasis.
+func mdEscape(s string) string {
+	return strings.NewReplacer("*", "\\*", "_", "\\_").Replace(s)
 }
 
 func idxText(i int) string {
