@@ -370,6 +370,12 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		}
 	}
 	r.mon.stop()
+	// A restart of Redis resets its peak: this is the peak since the last one.
+	if peak, err := RedisPeakMemory(ctx, r.c.RedisAddr()); err == nil {
+		info.RedisPeakMemory = peak
+	} else {
+		r.log.Warn("redis-peak-memory", slog.Any("err", err))
+	}
 	if f := r.mon.failure(); f != nil && !slices.Contains(errs, f) {
 		errs = append(errs, f)
 	}
