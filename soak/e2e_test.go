@@ -150,6 +150,29 @@ func TestSoakInterrupt(t *testing.T) {
 	}
 }
 
+// A run that takes longer than its timeout is stopped like on Ctrl-C and counted as
+// unknown, and the soak goes on to the next run.
+func TestSoakRunTimeout(t *testing.T) {
+	bin := testbin.Fenceline(t)
+	out := t.TempDir()
+	cfg := soak.Config{Binary: bin, Out: out, Runs: 2, Duration: time.Minute, Seed0: 3,
+		Shard: soak.Shard{I: 1, N: 2}, RunTimeout: 4 * time.Second}
+	start := time.Now()
+	s, err := soak.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 50*time.Second {
+		t.Errorf("a run of 1m with a 4s timeout took %s", d)
+	}
+	if len(s.Runs) != 1 || s.Unknown != 1 || s.Verdict != checker.Unknown || !strings.Contains(s.Runs[0].Reason, "longer than 4s") {
+		t.Fatalf("summary: %+v", s)
+	}
+	if pids := processesMentioning(out); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+}
+
 // processesMentioning lists the processes whose command line mentions s.
 func processesMentioning(s string) []string {
 	var out []string

@@ -32,8 +32,12 @@ type Config struct {
 	Shard Shard
 	// ChaosArgs are extra flags passed to every chaos command (after the soak's own).
 	ChaosArgs []string
-	// KillAfter bounds how long a run may take to stop after the soak was interrupted
-	// (it got SIGINT): then it is killed. Default 2m.
+	// RunTimeout bounds one run: past it the run gets SIGINT, as on Ctrl-C, and counts
+	// as unknown (a hung run must not hang the soak). Default 2 × Duration + 10m.
+	RunTimeout time.Duration
+	// KillAfter bounds how long a run may take to stop after it got SIGINT (the soak
+	// was interrupted or the run timed out): then its process group is killed.
+	// Default 2m.
 	KillAfter time.Duration
 	// Logger receives one line per run. Default: discard.
 	Logger *slog.Logger
@@ -63,6 +67,9 @@ func (c *Config) defaults() error {
 	}
 	if c.KillAfter == 0 {
 		c.KillAfter = 2 * time.Minute
+	}
+	if c.RunTimeout == 0 {
+		c.RunTimeout = 2*c.Duration + 10*time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -118,9 +125,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			return nil, err
 		}
 		if done {
-			if (r.Planned != 0 && r.Planned != cfg.Runs) || (r.Seed0 != 0 && r.Seed0 != cfg.Seed0) || r.Seed != seed {
-				return nil, fmt.Errorf("%w: %s has seed %d of %d runs from base seed %d; this soak has seed %d of %d runs from base seed %d: use another output directory",
-					ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.Seed0, seed, cfg.Runs, cfg.Seed0)
+			if (r.Planned != 0 && r.Planned != cfg.Runs) || (r.Seed0 != 0 && r.Seed0 != cfg.Seed0) || r.Seed != seed ||
+				(r.ChaosDuration != 0 && r.ChaosDuration != cfg.Duration) {
+				return nil, fmt.Errorf("%w: %s has seed %d of %d runs of %s from base seed %d; this soak has seed %d of %d runs of %s from base seed %d: use another output directory",
+					ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.ChaosDuration, r.Seed0, seed, cfg.Runs, cfg.Duration, cfg.Seed0)
 			}
 			cfg.Logger.Info("run already finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
 			runs = append(runs, r)
@@ -191,7 +199,7 @@ func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, err
 	// forwards exactly one SIGINT to the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r := unknownRun(index, seed)
-	r.Planned, r.Seed0 = c.Runs, c.Seed0
+	r.Planned, r.Seed0, r.ChaosDuration = c.Runs, c.Seed0, c.Duration
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		r.Reason = fmt.Sprintf("could not start the chaos command: %v", err)
@@ -199,11 +207,18 @@ func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, err
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
+	timeout := time.NewTimer(c.RunTimeout)
+	defer timeout.Stop()
 	var werr error
+	timedOut := false
 	select {
 	case werr = <-waited:
 	case <-ctx.Done():
 		r.Interrupted = true
+	case <-timeout.C:
+		timedOut = true
+	}
+	if r.Interrupted || timedOut {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case werr = <-waited:
@@ -237,6 +252,10 @@ func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, err
 	}
 	if r.ExitCode == 1 {
 		r.Verdict = checker.Invalid
+	}
+	if timedOut {
+		r.Verdict = checker.Combine(r.Verdict, checker.Unknown)
+		r.Reason = fmt.Sprintf("the run took longer than %s and was stopped", c.RunTimeout)
 	}
 	return r, writeMarker(slot, r)
 }

@@ -281,9 +281,15 @@ func TestResume(t *testing.T) {
 		t.Errorf("LoadDir after resume: %d runs, %v", len(runs), err)
 	}
 	// Another soak's directory is refused, not mixed.
-	cfg.Seed0 = 50
-	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrOtherSoak) {
+	other := cfg
+	other.Seed0 = 50
+	if _, err := Run(context.Background(), other); !errors.Is(err, ErrOtherSoak) {
 		t.Errorf("a soak with another base seed in the same directory: %v, want ErrOtherSoak", err)
+	}
+	other = cfg
+	other.Duration = 2 * time.Second // slots 2 and 3 ran with 1s
+	if _, err := Run(context.Background(), other); !errors.Is(err, ErrOtherSoak) {
+		t.Errorf("a soak with another duration in the same directory: %v, want ErrOtherSoak", err)
 	}
 }
 
