@@ -80,6 +80,10 @@ type Options struct {
 	// ProgressBound is how soon after RunInfo.HealTime a commit must be accepted.
 	// Default 2 × RunInfo.LeaseTTL + 5 s (10 s when the lease TTL is unknown).
 	ProgressBound time.Duration
+	// CrossCheck checks with porcupine (on pieces) also a history the chain decision
+	// (near-linear, see decideChain) found linearizable. By default porcupine runs only
+	// where the chain decision gives up, and to explain a violation.
+	CrossCheck bool
 	// NoFinalRead leaves the final store read (Store.Cursor, Store.MaxToken) out of the
 	// linearizability check. By default it is checked as a load invoked after every
 	// recorded event: the harness stops every node before it reads the store.

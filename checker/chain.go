@@ -1,0 +1,280 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// decideChain decides the linearizability of ops (the register's operations, sorted by
+// invoke time, unknown windows not bounded) from init, in O(n log n) time and O(n)
+// memory, without searching. It returns Valid or Invalid with a reason, or Unknown when
+// the history is outside the cases its argument covers; the caller then asks porcupine.
+//
+// The argument. Suppose every commit that may have applied (accepted, or of unknown
+// outcome) moves the cursor strictly forward (to > from). A commit applies only where
+// the cursor equals its from, so along any linearization the cursor strictly increases:
+// every state occurs at most once, and the accepted commits form one chain of states
+// S0 = init, S1, ..., Sm, each Si = (cursor ci, token ki) written by commit wi.
+//
+//  1. The chain. Every accepted commit is on it, so two accepted commits with the same
+//     from, or overlapping [from, to] spans, are not linearizable. Every cursor an ok
+//     load returned is a state of it. Walking from init.cursor through these required
+//     cursors in increasing order, each step is the accepted commit leaving the current
+//     cursor or, when there is none, a commit of unknown outcome leaving it and not
+//     overshooting the next required cursor; if there is no such commit the history is
+//     not linearizable, and if there are several the chain is not determined and we
+//     give up (Unknown). An unknown commit off the chain is linearized after everything
+//     (its window is open: it returned never), where it is observed by nobody.
+//     Each wi must be fresh (ti >= k(i-1)), so tokens are non-decreasing along the chain.
+//  2. Placement. Each wi gets a point pi in its window, p1 <= ... <= pm, and block i is
+//     [pi, pi+1] (p0 = -inf, pm+1 = +inf); an operation fits block i when its window
+//     meets it (ties are ordered as needed: porcupine's intervals are closed). Ordering
+//     operations by point, blocks in order and the write first in its block, gives a
+//     sequential history consistent with real time, and conversely any linearization
+//     gives such points. A load returning Si must lie in block i: pi <= ret, call <=
+//     pi+1. A stale-token rejection of token t fits the blocks with ki > t, a suffix
+//     [s, m]: ps <= ret. A cursor-conflict rejection of (t, f) fits the blocks with
+//     ki <= t, a prefix [0, q], except the one block j with cj = f: call <= pq+1 when
+//     there is no such j; with j, call <= pj or (pj+1 <= ret and call <= pq+1).
+//  3. Every constraint but the last is a bound on one pi. With the chain order, bounds
+//     are feasible exactly when the running maximum of the lower bounds never exceeds
+//     the running minimum (from the right) of the upper bounds. A disjunction one side
+//     of which is infeasible under those bounds forces the other; bounds only tighten,
+//     so forcing is sound. A disjunction still open after that makes us give up.
+//
+// A history outside (1) — a commit that may apply without moving the cursor forward —
+// is also given up on.
+func decideChain(ops []linOp, init regState) (Verdict, string) {
+	type edge struct {
+		from, to int64
+		i        int
+	}
+	var okEdges, unkEdges []edge
+	required := []int64{}
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case !o.commit:
+			required = append(required, o.a)
+		case o.out == outOK || o.out == outUnknown:
+			if o.b <= o.a {
+				return Unknown, "a commit that may apply does not move the cursor forward"
+			}
+			if o.out == outOK {
+				okEdges = append(okEdges, edge{o.a, o.b, i})
+				required = append(required, o.a, o.b)
+			} else {
+				unkEdges = append(unkEdges, edge{o.a, o.b, i})
+			}
+		}
+	}
+	byFrom := func(a, b edge) int { return cmpInt(a.from, b.from) }
+	slices.SortStableFunc(okEdges, byFrom)
+	slices.SortStableFunc(unkEdges, byFrom)
+	for k := 1; k < len(okEdges); k++ {
+		if okEdges[k].from < okEdges[k-1].to {
+			return Invalid, fmt.Sprintf("accepted commits %d→%d and %d→%d cannot both be on one chain of cursors",
+				okEdges[k-1].from, okEdges[k-1].to, okEdges[k].from, okEdges[k].to)
+		}
+	}
+	slices.Sort(required)
+	required = slices.Compact(required)
+	if len(required) > 0 && required[0] < init.cursor {
+		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor)
+	}
+
+	// 1. The chain.
+	cur := []int64{init.cursor}
+	tok := []int64{init.token}
+	writer := []int{-1}
+	e, r := 0, 0 // next accepted edge, next required cursor
+	for {
+		c := cur[len(cur)-1]
+		for r < len(required) && required[r] <= c {
+			if required[r] < c {
+				return Invalid, fmt.Sprintf("cursor %d is required but the chain passes from below it to %d", required[r], c)
+			}
+			r++
+		}
+		if r == len(required) {
+			break
+		}
+		next := required[r]
+		var w edge
+		if e < len(okEdges) && okEdges[e].from == c {
+			w = okEdges[e]
+			e++
+		} else {
+			k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= c })
+			n := 0
+			for ; k < len(unkEdges) && unkEdges[k].from == c; k++ {
+				if unkEdges[k].to <= next {
+					w = unkEdges[k]
+					n++
+				}
+			}
+			switch n {
+			case 0:
+				return Invalid, fmt.Sprintf("no commit leads from cursor %d towards cursor %d", c, next)
+			case 1:
+			default:
+				return Unknown, fmt.Sprintf("%d commits of unknown outcome could lead from cursor %d", n, c)
+			}
+		}
+		o := &ops[w.i]
+		if o.token < tok[len(tok)-1] {
+			return Invalid, fmt.Sprintf("the commit %d→%d with token %d would follow token %d", w.from, w.to, o.token, tok[len(tok)-1])
+		}
+		cur = append(cur, w.to)
+		tok = append(tok, o.token)
+		writer = append(writer, w.i)
+	}
+	if e != len(okEdges) {
+		return Invalid, fmt.Sprintf("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)
+	}
+	m := len(cur) - 1
+	block := func(c int64) int { // the block with cursor c, or -1
+		i, ok := slices.BinarySearch(cur, c)
+		if !ok {
+			return -1
+		}
+		return i
+	}
+
+	// An unknown commit leaving the last state with a fresh token may extend the chain
+	// past every required cursor, unobserved by loads but not by rejections: a block
+	// after Sm could explain a stale-token rejection of a token above km. Such blocks
+	// start after every load of block m was invoked; a rejection that returned before
+	// that cannot lie in them. Otherwise we give up.
+	lastCall := int64(math.MinInt64)
+	for i := range ops {
+		if o := &ops[i]; !o.commit && o.a == cur[m] {
+			lastCall = max(lastCall, o.call)
+		}
+	}
+	k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= cur[m] })
+	for ; k < len(unkEdges) && unkEdges[k].from == cur[m]; k++ {
+		if ops[unkEdges[k].i].token < tok[m] {
+			continue
+		}
+		for i := range ops {
+			if o := &ops[i]; o.commit && (o.out == outStale || o.out == outConflict) && o.ret >= lastCall {
+				return Unknown, "a commit of unknown outcome may extend the chain past the last state observed"
+			}
+		}
+		break
+	}
+
+	// 2. Bounds on p1..pm (index 0 and m+1 are the fixed ends).
+	lo := make([]int64, m+2)
+	hi := make([]int64, m+2)
+	for i := range lo {
+		lo[i], hi[i] = math.MinInt64, math.MaxInt64
+	}
+	lower := func(i int, v int64) {
+		if i >= 1 && i <= m {
+			lo[i] = max(lo[i], v)
+		}
+	}
+	upper := func(i int, v int64) {
+		if i >= 1 && i <= m {
+			hi[i] = min(hi[i], v)
+		}
+	}
+	for i := 1; i <= m; i++ {
+		lower(i, ops[writer[i]].call)
+		upper(i, ops[writer[i]].ret)
+	}
+	type disj struct{ x, j, q int }
+	var open []disj
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case !o.commit:
+			b := block(o.a)
+			if b < 0 || tok[b] != o.b {
+				return Invalid, fmt.Sprintf("a load returned cursor=%d token=%d, a state no chain of commits reaches", o.a, o.b)
+			}
+			upper(b, o.ret)
+			lower(b+1, o.call)
+		case o.out == outStale:
+			s := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token })
+			if s == len(tok) {
+				return Invalid, fmt.Sprintf("a commit with token %d was rejected as stale, but no accepted token exceeds it", o.token)
+			}
+			upper(s, o.ret)
+		case o.out == outConflict:
+			q := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token }) - 1
+			if q < 0 {
+				return Invalid, fmt.Sprintf("a commit with token %d was rejected for a cursor conflict, but its token was never fresh", o.token)
+			}
+			j := block(o.a)
+			switch {
+			case j < 0 || j > q:
+				lower(q+1, o.call)
+			case j == 0 && q == 0:
+				return Invalid, fmt.Sprintf("a commit %d→%d with token %d was rejected for a cursor conflict, but the cursor was %d whenever its token was fresh", o.a, o.b, o.token, o.a)
+			case j == 0:
+				upper(1, o.ret)
+				lower(q+1, o.call)
+			case j == q:
+				lower(q, o.call)
+			default:
+				open = append(open, disj{i, j, q})
+			}
+		}
+	}
+
+	// 3. Feasibility, forcing disjunctions until none is decided.
+	var plo, phi []int64
+	propagate := func() (bool, int) {
+		plo, phi = slices.Clone(lo), slices.Clone(hi)
+		for i := 2; i <= m; i++ {
+			plo[i] = max(plo[i], plo[i-1])
+		}
+		for i := m - 1; i >= 1; i-- {
+			phi[i] = min(phi[i], phi[i+1])
+		}
+		for i := 1; i <= m; i++ {
+			if plo[i] > phi[i] {
+				return false, i
+			}
+		}
+		return true, 0
+	}
+	for round := 0; ; round++ {
+		if round == 8 {
+			return Unknown, fmt.Sprintf("%d cursor-conflict rejections still open after %d rounds", len(open), round)
+		}
+		ok, at := propagate()
+		if !ok {
+			return Invalid, fmt.Sprintf("the commit %d→%d (token %d) cannot be placed between the operations that must precede and follow it", cur[at-1], cur[at], tok[at])
+		}
+		if len(open) == 0 {
+			return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m)
+		}
+		var still []disj
+		for _, d := range open {
+			o := &ops[d.x]
+			canA := o.call <= phi[d.j]
+			canB := plo[d.j+1] <= o.ret && (d.q+1 > m || o.call <= phi[d.q+1])
+			switch {
+			case !canA && !canB:
+				return Invalid, fmt.Sprintf("a commit %d→%d with token %d was rejected for a cursor conflict, but its window meets no state where that holds", o.a, o.b, o.token)
+			case canA && canB:
+				still = append(still, d)
+			case canA:
+				lower(d.j, o.call)
+			default:
+				upper(d.j+1, o.ret)
+				lower(d.q+1, o.call)
+			}
+		}
+		if len(still) == len(open) {
+			return Unknown, fmt.Sprintf("%d cursor-conflict rejections fit two sets of states", len(still))
+		}
+		open = still
+	}
+}
