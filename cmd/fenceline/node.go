@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,21 +27,27 @@ import (
 
 // nodeFlags are the settings of one `fenceline node`.
 type nodeFlags struct {
-	id, redisAddr, password, source, election, control, historyPath string
-	addrFile                                                        string
-	variant, workload                                               string
-	tls, chaos                                                      bool
-	lease, renew, retry                                             time.Duration
-	batch, clients                                                  int
+	id, source, election, control, historyPath string
+	addrFile                                   string
+	variant, workload                          string
+	chaos, remoteControl                       bool
+	lease, renew, retry                        time.Duration
+	batch, clients                             int
+	redis                                      *redisConn
 }
 
 func runNode(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runNodeContext(ctx, args, stderr)
+}
+
+// runNodeContext is runNode until ctx is done.
+func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	var f nodeFlags
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&f.id, "id", "", "instance id, unique among the nodes and stable across restarts (required)")
-	fs.StringVar(&f.redisAddr, "redis", "127.0.0.1:6379", "Redis address (host:port)")
-	fs.StringVar(&f.password, "redis-password", os.Getenv("FENCELINE_REDIS_PASSWORD"), "Redis password (default $FENCELINE_REDIS_PASSWORD)")
-	fs.BoolVar(&f.tls, "redis-tls", false, "connect to Redis over TLS")
+	f.redis = addRedisFlags(fs)
 	fs.StringVar(&f.source, "source", "http://127.0.0.1:8000", "event source URL")
 	fs.StringVar(&f.election, "election", election.DefaultName, "election name: the hash tag of every key")
 	fs.DurationVar(&f.lease, "lease-ttl", 2*time.Second, "lease TTL")
@@ -52,8 +58,9 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the control endpoint's bound address to this file (for --control 127.0.0.1:0)")
 	fs.StringVar(&f.historyPath, "history", "", "append the operation history (JSON lines, docs/history.md) to this file")
 	fs.BoolVar(&f.chaos, "chaos", false, "enable fault hooks on the control endpoint (POST /fault/clock): for the chaos harness only")
+	fs.BoolVar(&f.remoteControl, "chaos-allow-remote-control", false, "with --chaos, allow a --control address that is not loopback (the fault hooks take no authentication)")
 	fs.StringVar(&f.variant, "variant", variants.Reference, variantHelp())
-	fs.StringVar(&f.workload, "workload", "listener", "listener (elect, then ingest) or register (concurrent fenced clients, for the harness)")
+	fs.StringVar(&f.workload, "workload", "listener", "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)")
 	fs.IntVar(&f.clients, "clients", 3, "register workload: concurrent clients")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -75,8 +82,20 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline node: unknown workload %q (listener, register)\n", f.workload)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if f.workload == "register" && !f.chaos {
+		// It takes tokens outside the election and commits synthetic events: on a live
+		// store it deposes the leader and corrupts the cursor, sink and balances.
+		fmt.Fprintln(stderr, "fenceline node: the register workload commits synthetic events with tokens of its own and runs only with --chaos (the harness), never on a live store")
+		return exitUsage
+	}
+	if f.chaos && !f.remoteControl && !isLoopback(f.control) {
+		fmt.Fprintf(stderr, "fenceline node: --chaos serves unauthenticated fault hooks on --control %q, which is not a loopback address; use 127.0.0.1, or add --chaos-allow-remote-control\n", f.control)
+		return exitUsage
+	}
+	if _, err := f.redis.options(); err != nil {
+		fmt.Fprintf(stderr, "fenceline node: %v\n", err)
+		return exitUsage
+	}
 	if err := runNodeWith(ctx, f, stderr); err != nil {
 		fmt.Fprintf(stderr, "fenceline node: %v\n", err)
 		var ce *election.ConfigError
@@ -88,8 +107,29 @@ func runNode(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// isLoopback reports whether the host of addr is a loopback address or "localhost". An
+// empty host (":9100") listens on every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	logger := slog.New(slog.NewJSONHandler(stderr, nil)).With(slog.String("node", f.id))
+	// go-redis logs in plain text to stderr by default: keep the node's log JSON.
+	redis.SetLogger(redisLogger{logger})
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	st := &nodeState{id: f.id, variant: f.variant, chaos: f.chaos,
+		health: newHealth(2*f.lease, logger)}
 
 	var rec *history.Recorder
 	if f.historyPath != "" {
@@ -98,15 +138,19 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 			return err
 		}
 		defer hf.Close()
-		rec = history.NewRecorder(hf)
+		// A history that cannot be written (a full disk) makes the run uncheckable:
+		// say so at once, in the log and in /status, and stop.
+		rec = history.NewRecorder(&watchedWriter{w: hf, onErr: func(err error) {
+			st.setHistoryError(err)
+			logger.Error("history-write-failed", slog.String("error", err.Error()))
+			cancel(err)
+		}})
 	}
 
-	opts := election.ClientOptions(f.redisAddr)
-	opts.Password = f.password
-	if f.tls {
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	client, err := f.redis.client()
+	if err != nil {
+		return err
 	}
-	client := redis.NewClient(opts)
 	defer client.Close()
 	variants.WrapClient(f.variant, client)
 
@@ -117,8 +161,6 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 		skew = skewclock.New()
 		clock = skew
 	}
-	st := &nodeState{id: f.id, variant: f.variant, chaos: f.chaos}
-
 	ctl, err := net.Listen("tcp", f.control)
 	if err != nil {
 		return fmt.Errorf("control endpoint: %w", err)
@@ -130,11 +172,18 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	srv := &http.Server{Handler: controlHandler(st, reg, skew), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ctl) }()
 	defer srv.Close()
+	go st.health.watch(ctx)
 	logger.Info("node-started", slog.String("control", ctl.Addr().String()),
-		slog.String("variant", f.variant), slog.String("workload", f.workload))
+		slog.String("variant", f.variant), slog.String("workload", f.workload),
+		slog.String("redis", f.redis.addr), slog.String("redis_user", f.redis.user),
+		slog.Bool("redis_tls", f.redis.tlsOn()))
 
 	if f.workload == "register" {
-		return runRegister(ctx, f, client, rec, st, logger)
+		err := runRegister(ctx, f, client, rec, st, logger)
+		if rerr := rec.Err(); rerr != nil && err == nil {
+			err = rerr
+		}
+		return err
 	}
 
 	store, err := variants.Store(f.variant, client, listener.StoreConfig{Name: f.election, Node: f.id, Recorder: rec})
@@ -160,7 +209,7 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	el, err := election.New(client, election.Config{
 		InstanceID: f.id, Name: f.election, LeaseTTL: f.lease, RenewInterval: f.renew,
 		RetryInterval: f.retry, Clock: clock, Logger: logger, Metrics: emetrics,
-		Recorder: newElectionRecorder(rec, f.id),
+		Recorder: newElectionRecorder(rec, f.id, st.health),
 	})
 	if err != nil {
 		return err
@@ -179,4 +228,26 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	}
 	logger.Info("node-stopped")
 	return err
+}
+
+// watchedWriter calls onErr once, on the first failed write.
+type watchedWriter struct {
+	w     io.Writer
+	once  sync.Once
+	onErr func(error)
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil {
+		w.once.Do(func() { w.onErr(err) })
+	}
+	return n, err
+}
+
+// redisLogger routes go-redis's own log lines through the node's JSON logger.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "redis-client", slog.String("message", fmt.Sprintf(format, v...)))
 }

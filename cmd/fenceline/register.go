@@ -33,7 +33,7 @@ func runRegister(ctx context.Context, f nodeFlags, client redis.UniversalClient,
 		}
 		c := &registerClient{id: id, store: &trackingStore{CursorStore: store, st: st},
 			client: client, tokenKey: election.TokenKey(f.election),
-			elec: newElectionRecorder(rec, id), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+			elec: newElectionRecorder(rec, id, st.health), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -25,16 +25,21 @@ type statusOutput struct {
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	addr := fs.String("redis", "127.0.0.1:6379", "Redis address")
+	conn := addRedisFlags(fs)
 	name := fs.String("election", election.DefaultName, "election name")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for Redis")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	c, err := conn.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline status: %v\n", err)
+		return exitUsage
+	}
+	defer c.Close()
+	addr := &conn.addr
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	c := election.NewClient(*addr)
-	defer c.Close()
 	info, err := election.Leader(ctx, c, *name)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline status: %s: %v\n", *addr, err)
