@@ -57,7 +57,8 @@ func TestSoakEndToEnd(t *testing.T) {
 		t.Fatalf("soak.json: verdict %s, %d runs, %d lost, %d duplicated, %d without counts", s.Verdict, len(s.Runs), s.Lost, s.Duplicated, s.CountsUnknown)
 	}
 	for i, r := range s.Runs {
-		if r.Index != i || r.Seed != int64(7+i) || r.ExitCode != 0 || r.Events <= 0 || r.RunnerPeakRSS < 5e6 || r.RunnerPeakRSS > 2e9 || r.Faults < 0 {
+		if r.Index != i || r.Seed != int64(7+i) || r.ExitCode != 0 || r.Events <= 0 || r.RunnerPeakRSS < 5e6 || r.RunnerPeakRSS > 2e9 || r.Faults < 0 ||
+			r.RedisPeakMemory < 100e3 || r.RedisPeakMemory > 2e9 {
 			t.Errorf("run %d: %+v", i, r)
 		}
 	}
