@@ -364,3 +364,14 @@ func mustPool(t *testing.T, caFile string) *x509.CertPool {
 	p.AppendCertsFromPEM(b)
 	return p
 }
+
+// The README documents exactly the ACL the TLS test proves sufficient.
+func TestReadmeDocumentsNodeACL(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "ACL SETUSER fenceline-node reset on >PASSWORD "+nodeACL+"\n") {
+		t.Errorf("README.md does not document the node's ACL as %q", nodeACL)
+	}
+}
