@@ -98,6 +98,14 @@ func runSoakReport(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fenceline: %v\n", err)
 			return exitUsage
 		}
+		if len(dirs) > 1 {
+			// Say which input each run came from.
+			for i := range rs {
+				if rs[i].Index >= 0 && !filepath.IsAbs(rs[i].Dir) {
+					rs[i].Dir = filepath.ToSlash(filepath.Join(summaryDir(d), rs[i].Dir))
+				}
+			}
+		}
 		sets = append(sets, rs)
 	}
 	merged, err := soak.Merge(sets...)
@@ -108,10 +116,7 @@ func runSoakReport(args []string, stdout, stderr io.Writer) int {
 	sum := soak.Summarize(merged, soak.ExpectedOf(merged))
 	dst := *out
 	if dst == "" {
-		dst = dirs[0]
-		if st, err := os.Stat(dst); err == nil && !st.IsDir() {
-			dst = filepath.Dir(dst)
-		}
+		dst = summaryDir(dirs[0])
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		fmt.Fprintf(stderr, "fenceline: %v\n", err)
@@ -124,6 +129,14 @@ func runSoakReport(args []string, stdout, stderr io.Writer) int {
 	sum.Terminal(stdout)
 	fmt.Fprintf(stdout, "summary: %s\n", filepath.Join(dst, soak.SummaryName+".md"))
 	return verdictCode(sum.Verdict)
+}
+
+// summaryDir is d, or its directory when d is a summary file.
+func summaryDir(d string) string {
+	if st, err := os.Stat(d); err == nil && !st.IsDir() {
+		return filepath.Dir(d)
+	}
+	return d
 }
 
 // verdictCode is the exit code of a verdict: 0 valid, 1 invalid, 3 anything else.
