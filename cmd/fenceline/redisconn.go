@@ -34,7 +34,7 @@ func addRedisFlags(fs *flag.FlagSet) *redisConn {
 	c := &redisConn{}
 	fs.StringVar(&c.addr, "redis", "127.0.0.1:6379", "Redis address (host:port)")
 	fs.StringVar(&c.user, "redis-user", "", "Redis ACL username (default: Redis's default user)")
-	fs.Func("redis-password", "Redis password (default $"+passwordEnv+"). Prefer the variable: a command line is visible to every user in ps",
+	fs.Func("redis-password", "Redis `password` (default $"+passwordEnv+"). Prefer the variable: a command line is visible to every user in ps",
 		func(s string) error { c.password, c.passwordSet = s, true; return nil })
 	fs.BoolVar(&c.tls, "redis-tls", false, "connect to Redis over TLS (implied by the --redis-tls-* files)")
 	fs.StringVar(&c.caFile, "redis-tls-ca", "", "PEM file of the CA(s) that sign Redis's certificate (default: the system's roots)")
