@@ -7,6 +7,12 @@ import (
 	"sort"
 )
 
+// edge is a commit that may apply: ops[i] moves the cursor from → to.
+type edge struct {
+	from, to int64
+	i        int
+}
+
 // decideChain decides the linearizability of ops (the register's operations, sorted by
 // invoke time, unknown windows not bounded) from init, in O(n log n) time and O(n)
 // memory, without searching. It returns Valid or Invalid with a reason, or Unknown when
@@ -47,10 +53,6 @@ import (
 // A history outside (1) — a commit that may apply without moving the cursor forward —
 // is also given up on.
 func decideChain(ops []linOp, init regState) (Verdict, string) {
-	type edge struct {
-		from, to int64
-		i        int
-	}
 	var okEdges, unkEdges []edge
 	required := []int64{}
 	for i := range ops {
@@ -85,16 +87,32 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor)
 	}
 
+	// extensible and guessed (see below) mean that a failure to place proves nothing:
+	// Invalid becomes Unknown. A success is a linearization either way.
+	extensible, guessed := false, false
+	invalid := func(format string, args ...any) (Verdict, string) {
+		why := fmt.Sprintf(format, args...)
+		switch {
+		case extensible:
+			return Unknown, "a commit of unknown outcome may extend the chain, and without it " + why
+		case guessed:
+			return Unknown, "the chain had to guess between commits of unknown outcome, and with its guess " + why
+		}
+		return Invalid, why
+	}
+
 	// 1. The chain.
 	cur := []int64{init.cursor}
 	tok := []int64{init.token}
 	writer := []int{-1}
 	e, r := 0, 0 // next accepted edge, next required cursor
+	var reach map[int64]bool
+	reachFor := init.cursor // the required cursor reach is about (none yet: init is never "next")
 	for {
 		c := cur[len(cur)-1]
 		for r < len(required) && required[r] <= c {
 			if required[r] < c {
-				return Invalid, fmt.Sprintf("cursor %d is required but the chain passes from below it to %d", required[r], c)
+				return invalid("cursor %d is required but the chain passes from below it to %d", required[r], c)
 			}
 			r++
 		}
@@ -107,32 +125,51 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 			w = okEdges[e]
 			e++
 		} else {
+			if reachFor != next {
+				reachFor, reach = next, reachable(unkEdges, c, next)
+			}
 			k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= c })
 			n := 0
 			for ; k < len(unkEdges) && unkEdges[k].from == c; k++ {
-				if unkEdges[k].to <= next {
-					w = unkEdges[k]
+				if u := unkEdges[k]; u.to == next || (u.to < next && reach[u.to]) {
+					w = u
 					n++
 				}
 			}
 			switch n {
 			case 0:
-				return Invalid, fmt.Sprintf("no commit leads from cursor %d towards cursor %d", c, next)
+				return invalid("no commit leads from cursor %d to cursor %d", c, next)
 			case 1:
 			default:
-				return Unknown, fmt.Sprintf("%d commits of unknown outcome could lead from cursor %d", n, c)
+				// Several paths of unknown commits lead to next, through states nobody
+				// observed. Guess the fresh one with the lowest token (the most room for
+				// the commits after it): a placement found with the guess is a
+				// linearization; a failure proves nothing.
+				guessed = true
+				k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= c })
+				best := -1
+				for ; k < len(unkEdges) && unkEdges[k].from == c; k++ {
+					u := unkEdges[k]
+					if t := ops[u.i].token; (u.to == next || (u.to < next && reach[u.to])) && t >= tok[len(tok)-1] && (best < 0 || t < ops[unkEdges[best].i].token) {
+						best = k
+					}
+				}
+				if best < 0 {
+					return invalid("no fresh commit of unknown outcome leads from cursor %d", c)
+				}
+				w = unkEdges[best]
 			}
 		}
 		o := &ops[w.i]
 		if o.token < tok[len(tok)-1] {
-			return Invalid, fmt.Sprintf("the commit %d→%d with token %d would follow token %d", w.from, w.to, o.token, tok[len(tok)-1])
+			return invalid("the commit %d→%d with token %d would follow token %d", w.from, w.to, o.token, tok[len(tok)-1])
 		}
 		cur = append(cur, w.to)
 		tok = append(tok, o.token)
 		writer = append(writer, w.i)
 	}
 	if e != len(okEdges) {
-		return Invalid, fmt.Sprintf("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)
+		return invalid("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)
 	}
 	m := len(cur) - 1
 	block := func(c int64) int { // the block with cursor c, or -1
@@ -144,29 +181,15 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	}
 
 	// An unknown commit leaving the last state with a fresh token may extend the chain
-	// past every required cursor, unobserved by loads but not by rejections: a block
-	// after Sm could explain a stale-token rejection of a token above km. Such blocks
-	// start after every load of block m was invoked; a rejection that returned before
-	// that cannot lie in them. Otherwise we give up.
-	lastCall := int64(math.MinInt64)
-	for i := range ops {
-		if o := &ops[i]; !o.commit && o.a == cur[m] {
-			lastCall = max(lastCall, o.call)
-		}
-	}
+	// past every required cursor, observed by no load but perhaps by a rejection (a
+	// block after Sm could explain a stale-token rejection of a token above km). A
+	// placement without such blocks is still a linearization (the unknown commits off
+	// the chain go last, unobserved), so Valid stands; but a failure to place proves
+	// nothing then: Invalid becomes Unknown.
 	k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= cur[m] })
 	for ; k < len(unkEdges) && unkEdges[k].from == cur[m]; k++ {
-		if ops[unkEdges[k].i].token < tok[m] {
-			continue
-		}
-		for i := range ops {
-			if o := &ops[i]; o.commit && (o.out == outStale || o.out == outConflict) && o.ret >= lastCall {
-				return Unknown, "a commit of unknown outcome may extend the chain past the last state observed"
-			}
-		}
-		break
+		extensible = extensible || ops[unkEdges[k].i].token >= tok[m]
 	}
-
 	// 2. Bounds on p1..pm (index 0 and m+1 are the fixed ends).
 	lo := make([]int64, m+2)
 	hi := make([]int64, m+2)
@@ -195,27 +218,27 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		case !o.commit:
 			b := block(o.a)
 			if b < 0 || tok[b] != o.b {
-				return Invalid, fmt.Sprintf("a load returned cursor=%d token=%d, a state no chain of commits reaches", o.a, o.b)
+				return invalid("a load returned cursor=%d token=%d, a state no chain of commits reaches", o.a, o.b)
 			}
 			upper(b, o.ret)
 			lower(b+1, o.call)
 		case o.out == outStale:
 			s := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token })
 			if s == len(tok) {
-				return Invalid, fmt.Sprintf("a commit with token %d was rejected as stale, but no accepted token exceeds it", o.token)
+				return invalid("a commit with token %d was rejected as stale, but no accepted token exceeds it", o.token)
 			}
 			upper(s, o.ret)
 		case o.out == outConflict:
 			q := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token }) - 1
 			if q < 0 {
-				return Invalid, fmt.Sprintf("a commit with token %d was rejected for a cursor conflict, but its token was never fresh", o.token)
+				return invalid("a commit with token %d was rejected for a cursor conflict, but its token was never fresh", o.token)
 			}
 			j := block(o.a)
 			switch {
 			case j < 0 || j > q:
 				lower(q+1, o.call)
 			case j == 0 && q == 0:
-				return Invalid, fmt.Sprintf("a commit %d→%d with token %d was rejected for a cursor conflict, but the cursor was %d whenever its token was fresh", o.a, o.b, o.token, o.a)
+				return invalid("a commit %d→%d with token %d was rejected for a cursor conflict, but the cursor was %d whenever its token was fresh", o.a, o.b, o.token, o.a)
 			case j == 0:
 				upper(1, o.ret)
 				lower(q+1, o.call)
@@ -250,7 +273,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		}
 		ok, at := propagate()
 		if !ok {
-			return Invalid, fmt.Sprintf("the commit %d→%d (token %d) cannot be placed between the operations that must precede and follow it", cur[at-1], cur[at], tok[at])
+			return invalid("the commit %d→%d (token %d) cannot be placed between the operations that must precede and follow it", cur[at-1], cur[at], tok[at])
 		}
 		if len(open) == 0 {
 			return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m)
@@ -262,7 +285,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 			canB := plo[d.j+1] <= o.ret && (d.q+1 > m || o.call <= phi[d.q+1])
 			switch {
 			case !canA && !canB:
-				return Invalid, fmt.Sprintf("a commit %d→%d with token %d was rejected for a cursor conflict, but its window meets no state where that holds", o.a, o.b, o.token)
+				return invalid("a commit %d→%d with token %d was rejected for a cursor conflict, but its window meets no state where that holds", o.a, o.b, o.token)
 			case canA && canB:
 				still = append(still, d)
 			case canA:
@@ -273,8 +296,35 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 			}
 		}
 		if len(still) == len(open) {
+			// Each open rejection fits on either side of its block j. The earliest and the
+			// latest points that the bounds allow are two concrete placements of every
+			// write: if either places every open rejection, it is a linearization.
+			for _, p := range [][]int64{plo, phi} {
+				if slices.IndexFunc(still, func(d disj) bool {
+					o := &ops[d.x]
+					return !(o.call <= p[d.j] || (p[d.j+1] <= o.ret && (d.q+1 > m || o.call <= p[d.q+1])))
+				}) < 0 {
+					return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m)
+				}
+			}
 			return Unknown, fmt.Sprintf("%d cursor-conflict rejections fit two sets of states", len(still))
 		}
 		open = still
 	}
+}
+
+// reachable returns the cursors in (c, next) from which commits of unknown outcome
+// (edges, sorted by from) lead to next exactly. Cost O(k log k) for the k edges
+// leaving [c, next): edges move the cursor forward, so a pass from the highest from
+// down decides each cursor after every cursor above it.
+func reachable(edges []edge, c, next int64) map[int64]bool {
+	lo := sort.Search(len(edges), func(k int) bool { return edges[k].from >= c })
+	hi := sort.Search(len(edges), func(k int) bool { return edges[k].from >= next })
+	reach := map[int64]bool{}
+	for k := hi - 1; k >= lo; k-- {
+		if f, t := edges[k].from, edges[k].to; t == next || (t < next && reach[t]) {
+			reach[f] = true
+		}
+	}
+	return reach
 }
