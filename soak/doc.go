@@ -14,6 +14,10 @@
 // OUT/run-NNN (NNN = i, zero-padded), next to a marker file, soak-run.json, that the
 // soak writes when the child has exited. What the package guarantees:
 //
+//   - One binary: the soak copies the fenceline binary it was given at its start and
+//     every run executes that copy, so a rebuild of the checkout during a soak of
+//     hours does not change what is tested. Each run records the copy's SHA-256
+//     prefix; the summary lists them (more than one: not one build).
 //   - Determinism: the same base seed and run count give the same seeds, whatever the
 //     sharding. Shard i/N takes the indices j with j mod N = i-1, so N shards are
 //     disjoint and together cover every run.

@@ -62,8 +62,8 @@ func TestSoakEndToEnd(t *testing.T) {
 			t.Errorf("run %d: %+v", i, r)
 		}
 	}
-	if s.Events <= 0 || s.RunnerPeakRSS <= 0 {
-		t.Errorf("totals: %d events, runner peak %d", s.Events, s.RunnerPeakRSS)
+	if s.Events <= 0 || s.RunnerPeakRSS <= 0 || len(s.Binaries) != 1 {
+		t.Errorf("totals: %d events, runner peak %d, binaries %v", s.Events, s.RunnerPeakRSS, s.Binaries)
 	}
 
 	// Resume: everything is finished, nothing runs again.

@@ -40,6 +40,9 @@ type Record struct {
 	Seed0   int64 `json:"seed0"`
 	// ChaosDuration is the chaos phase the run was given; 0 when not known.
 	ChaosDuration time.Duration `json:"chaos_duration_ns,omitempty"`
+	// Binary is the SHA-256 (first 12 hex digits) of the fenceline binary that ran;
+	// "" when not known.
+	Binary string `json:"binary_sha256,omitempty"`
 	// Dir is the run directory, relative to the soak directory when it is inside it.
 	Dir string `json:"dir"`
 	// ExitCode is the chaos command's exit code; -1 if not known (killed by a signal,
@@ -236,7 +239,7 @@ func loadSlot(soakDir string, index int) (r Record, done bool, err error) {
 		// The soak was killed after the run finished, before it wrote the marker.
 		r = unknownRun(index, 0)
 		if ok {
-			r.Seed, r.Planned, r.Seed0, r.ChaosDuration = m.Seed, m.Planned, m.Seed0, m.ChaosDuration
+			r.Seed, r.Planned, r.Seed0, r.ChaosDuration, r.Binary = m.Seed, m.Planned, m.Seed0, m.ChaosDuration, m.Binary
 		}
 		r.Dir = rel(soakDir, runDir)
 		r.fill(runDir)

@@ -2,8 +2,11 @@ package soak
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -41,6 +44,37 @@ type Config struct {
 	KillAfter time.Duration
 	// Logger receives one line per run. Default: discard.
 	Logger *slog.Logger
+
+	binarySum string // set by Run
+}
+
+// pinBinary copies the executable bin into a new temporary directory and returns the
+// copy, the first 12 hex digits of its SHA-256 and a function that removes it.
+func pinBinary(bin string) (string, string, func(), error) {
+	src, err := os.Open(bin)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%w: fenceline binary: %v", ErrBadConfig, err)
+	}
+	defer src.Close()
+	dir, err := os.MkdirTemp("", "fenceline-soak-")
+	if err != nil {
+		return "", "", nil, fmt.Errorf("soak: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	dst := filepath.Join(dir, "fenceline")
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err == nil {
+		h := sha256.New()
+		_, err = io.Copy(io.MultiWriter(f, h), src)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			return dst, hex.EncodeToString(h.Sum(nil))[:12], cleanup, nil
+		}
+	}
+	cleanup()
+	return "", "", nil, fmt.Errorf("soak: copy the fenceline binary: %w", err)
 }
 
 // Errors of a soak's configuration and state.
@@ -116,6 +150,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, fmt.Errorf("soak: %w", err)
 	}
 	indices := cfg.Shard.Indices(cfg.Runs)
+	// Every run of this soak executes the same binary, even if the one it was given is
+	// rebuilt meanwhile (a soak lasts hours; a checkout changes).
+	pinned, sum, cleanup, err := pinBinary(cfg.Binary)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	cfg.Binary, cfg.binarySum = pinned, sum
 	var runs []Record
 	var runErr error
 	for n, i := range indices {
@@ -199,7 +241,7 @@ func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, err
 	// forwards exactly one SIGINT to the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r := unknownRun(index, seed)
-	r.Planned, r.Seed0, r.ChaosDuration = c.Runs, c.Seed0, c.Duration
+	r.Planned, r.Seed0, r.ChaosDuration, r.Binary = c.Runs, c.Seed0, c.Duration, c.binarySum
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		r.Reason = fmt.Sprintf("could not start the chaos command: %v", err)

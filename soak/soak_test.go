@@ -224,7 +224,7 @@ func TestMerge(t *testing.T) {
 
 // Resume: finished slots (with a marker, or with a finished results.json and no
 // marker) are not run again; an unfinished slot is moved aside and run afresh. The
-// binary does not exist, so any run that is started fails to start and says so.
+// binary is not a program, so any run that is started fails to start and says so.
 func TestResume(t *testing.T) {
 	out := t.TempDir()
 	WriteTestSlot(t, out, 0, 4, 1, TestRun{Cursor: 10}, true)
@@ -240,7 +240,11 @@ func TestResume(t *testing.T) {
 	os.MkdirAll(filepath.Join(out, slotName(3)), 0o755)
 	os.WriteFile(filepath.Join(out, slotName(3), LogFile), []byte("started\n"), 0o644)
 
-	cfg := Config{Binary: filepath.Join(t.TempDir(), "no-such-fenceline"), Out: out, Runs: 4, Seed0: 1, Duration: time.Second}
+	notAProgram := filepath.Join(t.TempDir(), "fenceline")
+	if err := os.WriteFile(notAProgram, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Binary: notAProgram, Out: out, Runs: 4, Seed0: 1, Duration: time.Second}
 	s, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +268,13 @@ func TestResume(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "soak.md")); err != nil {
 		t.Error(err)
+	}
+	// The runs started executed a copy of the binary, named by its hash.
+	if len(s.Binaries) != 1 || len(s.Binaries[0]) != 12 {
+		t.Errorf("binaries %v; want one sha256 prefix", s.Binaries)
+	}
+	if _, err := Run(context.Background(), Config{Binary: filepath.Join(t.TempDir(), "nope"), Out: t.TempDir()}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a binary that does not exist: %v, want ErrBadConfig", err)
 	}
 	// A run that is unknown is not retried: a second soak starts nothing.
 	before, _ := os.ReadDir(out)

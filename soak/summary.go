@@ -60,6 +60,9 @@ type Summary struct {
 	RedisPeakMemorySeed int64 `json:"redis_peak_memory_seed"`
 	// Elapsed sums the runs' lengths.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Binaries lists the fenceline binaries the runs executed (SHA-256 prefixes),
+	// sorted: more than one means the runs did not all test the same build.
+	Binaries []string `json:"binaries"`
 	// Failover is the worst failover window per fault kind, sorted by kind.
 	Failover []Worst  `json:"failover"`
 	Runs     []Record `json:"runs"`
@@ -83,7 +86,7 @@ type Worst struct {
 // soak's, or a shard's); an index with no finished run among runs is missing and
 // makes the soak unknown. Interrupted runs are not summed up.
 func Summarize(runs []Record, expected []int) *Summary {
-	s := &Summary{Schema: SummarySchema, Expected: len(expected), Missing: []int{}, Failover: []Worst{}, Runs: []Record{}}
+	s := &Summary{Schema: SummarySchema, Expected: len(expected), Missing: []int{}, Failover: []Worst{}, Runs: []Record{}, Binaries: []string{}}
 	have := map[int]bool{}
 	worst := map[string]*Worst{}
 	var verdicts []checker.Verdict
@@ -114,6 +117,9 @@ func Summarize(runs []Record, expected []int) *Summary {
 		s.FencingRejections += max(r.FencingRejections, 0)
 		s.Faults += max(r.Faults, 0)
 		s.Elapsed += r.Elapsed
+		if r.Binary != "" && !slices.Contains(s.Binaries, r.Binary) {
+			s.Binaries = append(s.Binaries, r.Binary)
+		}
 		if r.RunnerPeakRSS > s.RunnerPeakRSS {
 			s.RunnerPeakRSS, s.RunnerPeakSeed = r.RunnerPeakRSS, r.Seed
 		}
@@ -136,6 +142,7 @@ func Summarize(runs []Record, expected []int) *Summary {
 			}
 		}
 	}
+	slices.Sort(s.Binaries)
 	for _, i := range expected {
 		if !have[i] {
 			s.Missing = append(s.Missing, i)
@@ -313,6 +320,13 @@ func (s *Summary) tables() []table {
 	add("peak memory of the runner", bytesText(s.RunnerPeakRSS, s.RunnerPeakSeed))
 	add("peak memory of Redis (used_memory_peak)", bytesText(s.RedisPeakMemory, s.RedisPeakMemorySeed))
 	add("time in runs", s.Elapsed.Round(time.Second).String())
+	switch len(s.Binaries) {
+	case 0:
+	case 1:
+		add("fenceline binary (sha256)", s.Binaries[0])
+	default:
+		add("fenceline binaries (sha256): not one build", strings.Join(s.Binaries, ", "))
+	}
 
 	fo := table{title: "Failover windows, worst per fault kind",
 		header: []string{"fault", "injected", "windows", "worst p99 of a run", "longest window", "seed"},
