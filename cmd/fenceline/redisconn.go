@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -107,3 +108,9 @@ func (c *redisConn) client() (*redis.Client, error) {
 	}
 	return redis.NewClient(opts), nil
 }
+
+// discardRedisLog silences go-redis's own log lines, for a one-shot command whose error
+// line already carries the cause (a second, plain-text line would only repeat it).
+type discardRedisLog struct{}
+
+func (discardRedisLog) Printf(context.Context, string, ...any) {}

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"net/http/httptest"
@@ -373,5 +374,48 @@ func TestReadmeDocumentsNodeACL(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "ACL SETUSER fenceline-node reset on >PASSWORD "+nodeACL+"\n") {
 		t.Errorf("README.md does not document the node's ACL as %q", nodeACL)
+	}
+}
+
+// TestHelperProcess is not a test: run as a subprocess by helperCmd, it runs fenceline
+// with the arguments after "--", so that what the process itself writes to its stderr
+// (go-redis's default logger included) can be read.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("FENCELINE_HELPER_PROCESS") != "1" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(run(args, os.Stdout, os.Stderr))
+}
+
+func helperCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "FENCELINE_HELPER_PROCESS=1")
+	return cmd
+}
+
+// fenceline status on an unreachable Redis says so in one line: go-redis's own
+// plain-text log line used to come first.
+func TestStatusUnreachableOneLine(t *testing.T) {
+	port, err := redisserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := helperCmd("status", "--redis", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "--timeout", "1s")
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUnknown {
+		t.Fatalf("exit %v, want 3; stderr %q", err, stderr.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "fenceline status: ") {
+		t.Errorf("stderr %q, want one line", stderr.String())
 	}
 }

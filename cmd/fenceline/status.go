@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/listener"
 )
@@ -36,6 +38,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline status: %v\n", err)
 		return exitUsage
 	}
+	redis.SetLogger(discardRedisLog{})
 	defer c.Close()
 	addr := &conn.addr
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
