@@ -56,7 +56,10 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline: %v\n", err)
 		return exitUsage
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "fenceline soak: interrupted; the same command resumes it (finished runs are kept)")
+	case err != nil:
 		fmt.Fprintf(stderr, "fenceline: %v\n", err)
 	}
 	sum.Terminal(stdout)
