@@ -126,6 +126,7 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	// go-redis logs in plain text to stderr by default: keep the node's log JSON.
 	redis.SetLogger(redisLogger{logger})
 
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	st := &nodeState{id: f.id, variant: f.variant, chaos: f.chaos,
@@ -182,6 +183,7 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 		err := runRegister(ctx, f, client, rec, st, logger)
 		if rerr := rec.Err(); rerr != nil && err == nil {
 			err = rerr
+			lingerForStatus(parent)
 		}
 		return err
 	}
@@ -225,9 +227,25 @@ func runNodeWith(ctx context.Context, f nodeFlags, stderr io.Writer) error {
 	}
 	if rerr := rec.Err(); rerr != nil && err == nil {
 		err = rerr
+		lingerForStatus(parent)
 	}
 	logger.Info("node-stopped")
 	return err
+}
+
+// historyErrorLinger is how long a node whose history failed keeps serving /status (with
+// history_error) after it has stepped down, so that whoever polls it (the harness, every
+// 500ms) sees why it is about to exit.
+const historyErrorLinger = 2 * time.Second
+
+// lingerForStatus waits historyErrorLinger, or until ctx is done (a signal).
+func lingerForStatus(ctx context.Context) {
+	t := time.NewTimer(historyErrorLinger)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // watchedWriter calls onErr once, on the first failed write.

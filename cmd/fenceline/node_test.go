@@ -199,10 +199,27 @@ func TestNodeHistoryWriteError(t *testing.T) {
 	defer cancel()
 	logs := &syncBuf{}
 	exited := make(chan int, 1)
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	start := time.Now()
 	go func() {
 		exited <- runNodeContext(ctx, []string{"--id", "n1", "--redis", srv.Addr(), "--control", "127.0.0.1:0",
-			"--source", "http://127.0.0.1:1", "--history", "/dev/full"}, logs)
+			"--addr-file", addrFile, "--source", "http://127.0.0.1:1", "--history", "/dev/full"}, logs)
 	}()
+	// Until it exits, /status says why.
+	sawStatus := false
+	for !sawStatus && time.Since(start) < 5*time.Second {
+		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
+			if resp, err := http.Get("http://" + strings.TrimSpace(string(b)) + "/status"); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				sawStatus = strings.Contains(string(body), `"history_error":"write /dev/full: no space left on device"`)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawStatus {
+		t.Error("/status never showed history_error")
+	}
 	select {
 	case code := <-exited:
 		if code == exitOK {
