@@ -510,12 +510,26 @@ func WriteStore(dir string, st *Store) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(dir, AuditFile), b.Bytes(), 0o644); err != nil {
+	// The audit first, then store.json, which is what makes the final read exist for
+	// a reader: if either cannot be written (a full disk), neither is left behind, and
+	// the run has no final read rather than half of one.
+	audit := filepath.Join(dir, AuditFile)
+	tmp := audit + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, audit); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	rest := *st
 	rest.Audit = nil
-	return writeJSON(filepath.Join(dir, StoreFile), &rest, false)
+	if err := writeJSON(filepath.Join(dir, StoreFile), &rest, false); err != nil {
+		os.Remove(audit)
+		return err
+	}
+	return nil
 }
 
 func writeJSON(path string, v any, indent bool) error {
