@@ -3,17 +3,24 @@
 //
 // [Write] writes four files into the run directory, next to the history:
 //
-//   - results.json: the machine-readable result, schema "fenceline/results/v1" (below).
+//   - results.json: the machine-readable result, schema "fenceline/results/v2" (below).
+//     Its size is bounded whatever the run's length: each long list keeps its first and
+//     last N items (Options.ListLimit, default 50). When a list was cut, the complete
+//     lists go to results-full.json.gz (the same schema, nothing left out).
 //   - report.md: the verdict and every failing check's violations first (with a link to
 //     the porcupine visualization of a failing piece), then the tables: run, checks,
 //     failover windows per fault kind (min/p50/p90/p99/max), commit gap per fault kind,
 //     leader changes, fencing rejections, the fault schedule, the largest leadership
-//     overlaps and the operation counts. Tables are rendered by tablewriter.
+//     overlaps and the operation counts. Tables are rendered by tablewriter. A long
+//     table shows its first and last rows with a "… N more" row between them, and
+//     each failing check at most its first and last 10 offending operations.
 //   - index.html: one self-contained page (inline CSS, script and SVG; it fetches
 //     nothing) with the same content and a timeline: a lane per node showing when it
 //     followed, led (labelled with its token), was down, paused, cut off, slowed or had
 //     its clock skewed; fault bands coloured by kind; each failover window; and the
-//     rate of accepted commits.
+//     rate of accepted commits. A row with more than 400 boxes draws those that start
+//     within the same 1/400 of the width as one (its tooltip counts them), so the page
+//     stays about a megabyte however long the run.
 //   - junit.xml: one testsuite with one testcase per check. An invalid check is a
 //     <failure>; an unknown one is an <error> (not <skipped>, which CI systems show as
 //     harmless): a check that could not decide is never a pass. A run with no check, or
@@ -30,14 +37,29 @@
 // leader changes and fencing rejections it lists are read from the history the same
 // way the checker counts them, and the counts shown are the checker's.
 //
-// # results.json, schema fenceline/results/v1
+// # results.json, schema fenceline/results/v2
 //
 // Durations are integers in nanoseconds and their names end in _ns. Points in time end
 // in _at_ns and count nanoseconds from run.start_unix_ns. Lists are never null. Within
-// v1 fields are only added; a field removed or redefined gets a new schema version.
+// v2 fields are only added; a field removed or redefined gets a new schema version.
+//
+// The long lists (windows, changes, rejections, terms, overlaps, faults, and each
+// check's offending) hold their first N and last N items, in order, with N =
+// list_limit (default 50): a list of more than 2N items has N items, then, after the
+// omitted ones, the last N. "totals" counts each list's items and "omitted" those left
+// out of its middle, so for every list len + omitted = total. The counts a CI gate
+// reads (verdict, leader_changes, fencing_rejections, failover, ops, store) are always
+// complete. With the default N, results.json stays under 1 MB for any run (100,000
+// leader changes: 150 KB).
+//
+// v2 differs from v1 in one way that breaks readers: a list is no longer every item
+// of its kind. Count with "totals" (or leader_changes, fencing_rejections), not with
+// the length of a list. New in v2: list_limit, totals, omitted, full and each check's
+// offending_omitted. results-full.json.gz, written when a list was cut, is one gzipped
+// JSON document of the same schema with list_limit 0, nothing omitted and no "full".
 //
 //	{
-//	  "schema": "fenceline/results/v1",
+//	  "schema": "fenceline/results/v2",
 //	  "verdict": "valid" | "invalid" | "unknown",   // the run's verdict; a CI gate reads this
 //	  "summary": "2 of 8 checks failed: no-stale-write, linearizability.",
 //	  "run": {
@@ -52,7 +74,8 @@
 //	  },
 //	  "checks": [{                                    // in the checker's order
 //	    "name": "linearizability", "verdict": "invalid", "message": "…",
-//	    "offending": ["…"],                           // first offending operations
+//	    "offending": ["…"],                           // first (and last) offending operations
+//	    "offending_omitted": 0,                       // left out of offending's middle
 //	    "visualization": "linearizability-piece-0.html",  // relative; omitted if none
 //	    "stats": {"ops": 812, …}                      // check-specific; omitted if none
 //	  }],
@@ -80,7 +103,12 @@
 //	  "store": {"cursor", "max_token", "token_counter", "sink_events", "audit_entries",
 //	            "sink_lost", "sink_duplicated"} | null,   // events 1..cursor missing from the sink; repeats
 //	  "files": ["faults.jsonl", "history/n1.jsonl", …, "results.json"],   // relative, sorted
-//	  "check_duration_ns": …
+//	  "check_duration_ns": …,
+//	  "list_limit": 50,                               // N; 0 in results-full.json.gz
+//	  "totals": {"windows", "changes", "rejections", "terms", "overlaps", "faults",
+//	             "offending"},                        // items of each list; offending: of every check
+//	  "omitted": {…same keys…},                       // items left out of each list's middle
+//	  "full": "results-full.json.gz"                  // only when a list was cut and it was written
 //	}
 //
 // For example, a CI step can gate on `jq -e '.verdict == "valid"' results.json` and

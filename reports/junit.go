@@ -95,7 +95,7 @@ func (v *view) junit(w io.Writer) error {
 		if c.Verdict != checker.Valid {
 			var text strings.Builder
 			text.WriteString(c.Message + "\n")
-			for _, o := range c.Offending {
+			for _, o := range shownOffending(c.Offending) {
 				text.WriteString("  " + o + "\n")
 			}
 			if c.Visualization != "" {

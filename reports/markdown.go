@@ -62,7 +62,7 @@ func (v *view) markdown(b *bytes.Buffer) {
 		}
 		renderTable(b, t, true)
 		if t.More > 0 {
-			fmt.Fprintf(b, "\n… and %d more (see results.json).\n", t.More)
+			fmt.Fprintf(b, "\n%s\n", mdText(t.MoreNote()))
 		}
 		b.WriteString("\n")
 	}

@@ -1,9 +1,12 @@
 package reports
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
@@ -12,7 +15,36 @@ import (
 
 // Schema names the format of results.json and its major version. A change that removes
 // or redefines a field gets a new version; new fields may appear within a version.
-const Schema = "fenceline/results/v1"
+// Version 2 bounds the long lists (see Options.ListLimit); results-full.json.gz, when
+// written, has the same schema with nothing left out.
+const Schema = "fenceline/results/v2"
+
+// DefaultListLimit is N when Options.ListLimit is 0: results.json keeps the first 50
+// and the last 50 items of each long list.
+const DefaultListLimit = 50
+
+// Options change what Write writes. The zero value gives the defaults.
+type Options struct {
+	// ListLimit is N: each long list of results.json (windows, changes, rejections,
+	// terms, overlaps, faults, and each check's offending operations) keeps its first N
+	// and its last N items, and says how many it left out. 0 means DefaultListLimit; a
+	// negative value keeps every item (results.json then grows with the run).
+	ListLimit int
+	// NoFullResults stops Write from writing FullResultsFile, the complete lists, when
+	// a list of results.json was cut.
+	NoFullResults bool
+}
+
+// limit is the list limit the options give: a count, or -1 for none.
+func (o Options) limit() int {
+	switch {
+	case o.ListLimit == 0:
+		return DefaultListLimit
+	case o.ListLimit < 0:
+		return -1
+	}
+	return o.ListLimit
+}
 
 // Results is the content of results.json: a run's verdict and everything measured,
 // for CI tools. See the package documentation for the schema. Times ending in _at_ns
@@ -28,14 +60,15 @@ type Results struct {
 	Failover []Failover `json:"failover"`
 	Windows  []Window   `json:"windows"`
 	// LeaderChanges, FencingRejections and CursorConflicts are the checker's counts;
-	// Changes and Rejections list the leader changes and stale-token rejections.
+	// Changes and Rejections list the leader changes and stale-token rejections. Every
+	// list of Results keeps its first and last ListLimit items (see Totals, Omitted).
 	LeaderChanges     int            `json:"leader_changes"`
 	FencingRejections int            `json:"fencing_rejections"`
 	CursorConflicts   int            `json:"cursor_conflicts"`
 	Changes           []LeaderChange `json:"changes"`
 	Rejections        []Rejection    `json:"rejections"`
 	Terms             []Term         `json:"terms"`
-	// Overlaps lists every leadership overlap, in time order.
+	// Overlaps lists the leadership overlaps, in time order.
 	Overlaps []Overlap        `json:"overlaps"`
 	Faults   []Fault          `json:"faults"`
 	Ops      checker.OpCounts `json:"ops"`
@@ -46,6 +79,28 @@ type Results struct {
 	Files []string `json:"files"`
 	// CheckDurationNS is how long the checker took.
 	CheckDurationNS time.Duration `json:"check_duration_ns"`
+	// ListLimit is N: each long list holds its first N and last N items; 0 when no list
+	// was limited (results-full.json.gz).
+	ListLimit int `json:"list_limit"`
+	// Totals counts the items of each long list; Omitted those left out of its middle.
+	// For every list, its length plus its Omitted count is its Totals count.
+	Totals  ListCounts `json:"totals"`
+	Omitted ListCounts `json:"omitted"`
+	// Full names the file with every list complete (FullResultsFile), relative to the
+	// run directory; "" when nothing was left out or it was not written.
+	Full string `json:"full,omitempty"`
+}
+
+// ListCounts counts items per long list of Results.
+type ListCounts struct {
+	Windows    int `json:"windows"`
+	Changes    int `json:"changes"`
+	Rejections int `json:"rejections"`
+	Terms      int `json:"terms"`
+	Overlaps   int `json:"overlaps"`
+	Faults     int `json:"faults"`
+	// Offending counts the offending operations of every check together.
+	Offending int `json:"offending"`
 }
 
 // RunSummary describes how the run was made (run.json).
@@ -80,8 +135,10 @@ type Check struct {
 	Name    string          `json:"name"`
 	Verdict checker.Verdict `json:"verdict"`
 	Message string          `json:"message"`
-	// Offending lists the first offending operations, earliest first.
-	Offending []string `json:"offending"`
+	// Offending lists the first offending operations, earliest first; OffendingOmitted
+	// counts those left out of its middle (see Options.ListLimit).
+	Offending        []string `json:"offending"`
+	OffendingOmitted int      `json:"offending_omitted"`
 	// Visualization is the porcupine visualization of the failing piece, relative to
 	// the run directory; "" if none.
 	Visualization string           `json:"visualization,omitempty"`
@@ -209,14 +266,36 @@ type StoreSummary struct {
 	SinkDuplicated int `json:"sink_duplicated"`
 }
 
-// NewResults builds the content of results.json. It reads nothing but run.Dir's
-// listing (for Files).
+// NewResults builds the content of results.json with the default options. It reads
+// nothing but run.Dir's listing (for Files).
 func NewResults(run *history.Run, res *checker.Result) (*Results, error) {
 	v, err := newView(run, res)
 	if err != nil {
 		return nil, err
 	}
-	return v.results(), nil
+	return v.results(v.limit), nil
+}
+
+// FullResultsFile is the name of the compressed results with every list complete,
+// written next to results.json when one of its lists was cut.
+const FullResultsFile = "results-full.json.gz"
+
+// setOptions applies o to the view: the list limit and whether FullResultsFile is
+// written (when a list is longer than twice the limit). newView applies the defaults.
+func (v *view) setOptions(o Options) {
+	v.limit, v.full = o.limit(), ""
+	if v.limit < 0 || o.NoFullResults {
+		return
+	}
+	long := 2 * v.limit
+	cut := len(v.res.Windows) > long || len(v.changes) > long || len(v.rejections) > long ||
+		len(v.res.Terms) > long || len(v.res.Overlaps) > long || len(v.faults) > long
+	for _, c := range v.res.Checks {
+		cut = cut || len(c.Offending) > long
+	}
+	if cut {
+		v.full = FullResultsFile
+	}
 }
 
 // WriteResults writes results.json's content to w, indented, with a final newline.
@@ -228,6 +307,43 @@ func WriteResults(w io.Writer, run *history.Run, res *checker.Result) error {
 	return writeJSON(w, r)
 }
 
+// writeFullJSON writes r gzipped, without indentation (it is for programs). The gzip
+// header carries no time or name, so the bytes depend only on r.
+func writeFullJSON(w io.Writer, r *Results) error {
+	zw := gzip.NewWriter(w)
+	if err := json.NewEncoder(zw).Encode(r); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// maxOffendingShown caps the offending operations report.md, index.html, junit.xml
+// and the terminal summary show per check: the first and the last maxOffendingShown.
+const maxOffendingShown = 10
+
+// shownOffending is off as those reports show it: cut to its first and last
+// maxOffendingShown entries, with "… and N more" between them.
+func shownOffending(off []string) []string {
+	shown, omitted := headTail(off, maxOffendingShown)
+	if omitted == 0 {
+		return off
+	}
+	out := slices.Clone(shown[:maxOffendingShown])
+	out = append(out, fmt.Sprintf("… and %d more (see %s)", omitted, ResultsFile))
+	return append(out, shown[maxOffendingShown:]...)
+}
+
+// headTail returns the first n and the last n items of s, and how many it left out
+// between them; all of s when n is negative or s has at most 2n items.
+func headTail[T any](s []T, n int) ([]T, int) {
+	if n < 0 || len(s) <= 2*n {
+		return s, 0
+	}
+	out := make([]T, 0, 2*n)
+	out = append(out, s[:n]...)
+	return append(out, s[len(s)-n:]...), len(s) - 2*n
+}
+
 func writeJSON(w io.Writer, r *Results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -237,7 +353,9 @@ func writeJSON(w io.Writer, r *Results) error {
 	return err
 }
 
-func (v *view) results() *Results {
+// results builds results.json's content, each long list cut to its first and last n
+// items (every item when n < 0).
+func (v *view) results(n int) *Results {
 	in := v.run.Info
 	r := &Results{
 		Schema: Schema, Verdict: v.verdict(), Summary: v.headline(),
@@ -259,20 +377,36 @@ func (v *view) results() *Results {
 	if in.HealTime > 0 {
 		r.Run.HealAtNS = ptr(v.rel(in.HealTime))
 	}
+	if n >= 0 {
+		r.ListLimit = n
+	}
+	windows, changes, rejections := v.res.Windows, v.changes, v.rejections
+	terms, overlaps, faults := v.res.Terms, v.res.Overlaps, v.faults
+	r.Totals = ListCounts{Windows: len(windows), Changes: len(changes), Rejections: len(rejections),
+		Terms: len(terms), Overlaps: len(overlaps), Faults: len(faults)}
+	windows, r.Omitted.Windows = headTail(windows, n)
+	changes, r.Omitted.Changes = headTail(changes, n)
+	rejections, r.Omitted.Rejections = headTail(rejections, n)
+	terms, r.Omitted.Terms = headTail(terms, n)
+	overlaps, r.Omitted.Overlaps = headTail(overlaps, n)
+	faults, r.Omitted.Faults = headTail(faults, n)
 	for _, c := range v.res.Checks {
+		off, omitted := headTail(c.Offending, n)
+		r.Totals.Offending += len(c.Offending)
+		r.Omitted.Offending += omitted
 		r.Checks = append(r.Checks, Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
-			Offending: nonNil(c.Offending), Visualization: c.Visualization, Stats: c.Stats})
+			Offending: nonNil(off), OffendingOmitted: omitted, Visualization: c.Visualization, Stats: c.Stats})
 	}
 	for _, f := range v.res.Failover {
 		r.Failover = append(r.Failover, Failover{Fault: f.Fault, Injected: f.Injected, Windows: f.Windows,
 			ToNewToken: Distribution(f.ToNewToken), Gap: Distribution(f.Gap)})
 	}
-	for _, w := range v.res.Windows {
+	for _, w := range windows {
 		r.Windows = append(r.Windows, Window{Fault: w.Fault, FaultNode: w.FaultNode, InjectedAtNS: v.rel(w.Injected),
 			OldNode: w.OldNode, OldToken: w.OldToken, NewNode: w.NewNode, NewToken: w.NewToken,
 			LastOldAtNS: v.rel(w.LastOld), FirstNewAtNS: v.rel(w.FirstNew), ToNewTokenNS: w.ToNewToken, GapNS: w.Gap})
 	}
-	for _, c := range v.changes {
+	for _, c := range changes {
 		lc := LeaderChange{AtNS: v.rel(c.At), OldNode: c.OldNode, OldToken: c.OldToken, NewNode: c.NewNode, NewToken: c.NewToken,
 			LastOldAtNS: v.rel(c.LastOld), GapNS: time.Duration(c.At - c.LastOld)}
 		if c.Window != nil {
@@ -280,11 +414,11 @@ func (v *view) results() *Results {
 		}
 		r.Changes = append(r.Changes, lc)
 	}
-	for _, x := range v.rejections {
+	for _, x := range rejections {
 		r.Rejections = append(r.Rejections, Rejection{AtNS: v.rel(x.At), Node: x.Node, Op: x.Op, Token: x.Token,
 			From: x.From, To: x.To, StoreToken: x.StoreToken, SeenBy: x.SeenBy})
 	}
-	for _, t := range v.res.Terms {
+	for _, t := range terms {
 		tm := Term{Node: t.Node, Token: t.Token, StartAtNS: v.rel(t.Start), EndAtNS: v.rel(t.End), EndReason: t.EndReason, Commits: t.Commits}
 		if t.FirstCommit != 0 {
 			tm.FirstCommitAtNS = ptr(v.rel(t.FirstCommit))
@@ -294,11 +428,11 @@ func (v *view) results() *Results {
 		}
 		r.Terms = append(r.Terms, tm)
 	}
-	for _, o := range v.res.Overlaps {
+	for _, o := range overlaps {
 		r.Overlaps = append(r.Overlaps, Overlap{NodeA: o.NodeA, TokenA: o.TokenA, NodeB: o.NodeB, TokenB: o.TokenB,
 			StartAtNS: v.rel(o.Start), EndAtNS: v.rel(o.End), DurationNS: o.Duration})
 	}
-	for _, f := range v.faults {
+	for _, f := range faults {
 		ft := Fault{ID: f.ID, Kind: f.Kind, Target: f.Target, InjectedAtNS: v.rel(f.Inject), Failed: f.Failed, Error: f.Err, Detail: f.Detail}
 		if f.Heal != 0 {
 			ft.HealedAtNS, ft.HeldNS = ptr(v.rel(f.Heal)), ptr(f.held())
@@ -311,6 +445,9 @@ func (v *view) results() *Results {
 		r.Store.SinkLost, r.Store.SinkDuplicated = sinkCounts(st.Sink, st.Cursor)
 	}
 	r.Files = v.allFiles()
+	if r.Omitted != (ListCounts{}) {
+		r.Full = v.full
+	}
 	return r
 }
 

@@ -40,7 +40,7 @@ func Summary(w io.Writer, run *history.Run, res *checker.Result) error {
 		}
 		renderTable(&b, t, false)
 		if t.More > 0 {
-			fmt.Fprintf(&b, "… and %d more (see results.json)\n", t.More)
+			fmt.Fprintf(&b, "%s\n", t.MoreNote())
 		}
 	}
 	_, err = w.Write(b.Bytes())

@@ -22,17 +22,64 @@ type table struct {
 	Rows  [][]string
 	// Empty is shown instead of the table when it has no rows.
 	Empty string
-	// More counts the rows left out (the table shows the first ones).
+	// More counts the rows left out: of a long list, the table shows the first and the
+	// last rows with a "… N more" row between them. Rest names the file that lists
+	// them all ("" if none does).
 	More int
+	Rest string
 }
 
-// Caps on the rows of the long tables. results.json lists everything.
+// MoreNote says how many rows the table leaves out and where they are.
+func (t table) MoreNote() string {
+	if t.Rest == "" {
+		return fmt.Sprintf("… and %d more, not listed (the histories have them).", t.More)
+	}
+	return fmt.Sprintf("… and %d more (see %s).", t.More, t.Rest)
+}
+
+// Caps on the rows of the long tables: the first and the last maxChangeRows leader
+// changes are shown, and so on. results.json lists more (see Options.ListLimit).
 const (
 	maxChangeRows    = 25
 	maxRejectionRows = 25
-	maxFaultRows     = 60
+	maxFaultRows     = 30
 	maxOverlapRows   = 10
 )
+
+// headTailRows adds to t the rows row(i) of the first n and the last n of total items,
+// with a "… N more" row between them when it leaves some out, and sets t.More and
+// t.Rest.
+func (v *view) headTailRows(t *table, total, n int, row func(i int) []string) {
+	if total <= 2*n {
+		for i := range total {
+			t.Rows = append(t.Rows, row(i))
+		}
+		return
+	}
+	for i := range n {
+		t.Rows = append(t.Rows, row(i))
+	}
+	t.More = total - 2*n
+	gap := make([]string, len(t.Header))
+	gap[0] = "…"
+	if len(gap) > 1 {
+		gap[1] = fmt.Sprintf("%d more", t.More)
+	}
+	t.Rows = append(t.Rows, gap)
+	for i := total - n; i < total; i++ {
+		t.Rows = append(t.Rows, row(i))
+	}
+	t.Rest = v.restIn(total)
+}
+
+// restIn names the file that lists every item of a list of total items: results.json
+// if it is short enough, else results-full.json.gz if it is written, else "".
+func (v *view) restIn(total int) string {
+	if v.limit < 0 || total <= 2*v.limit {
+		return ResultsFile
+	}
+	return v.full
+}
 
 // tables returns the report's tables in the order every renderer shows them.
 func (v *view) tables() []table {
@@ -111,7 +158,7 @@ func (v *view) failoverTable() table {
 		Right:  []bool{false, true, true, true, true, true, true, true},
 		Empty:  "No fault was injected."}
 	for _, f := range v.res.Failover {
-		t.Rows = append(t.Rows, append([]string{f.Fault, strconv.Itoa(f.Injected), strconv.Itoa(f.Windows)}, distCells(f.ToNewToken)...))
+		t.Rows = append(t.Rows, append([]string{faultLabel(f.Fault), strconv.Itoa(f.Injected), strconv.Itoa(f.Windows)}, distCells(f.ToNewToken)...))
 	}
 	return t
 }
@@ -123,7 +170,7 @@ func (v *view) gapTable() table {
 		Right:  []bool{false, true, true, true, true, true, true},
 		Empty:  "No fault was injected."}
 	for _, f := range v.res.Failover {
-		t.Rows = append(t.Rows, append([]string{f.Fault, strconv.Itoa(f.Windows)}, distCells(f.Gap)...))
+		t.Rows = append(t.Rows, append([]string{faultLabel(f.Fault), strconv.Itoa(f.Windows)}, distCells(f.Gap)...))
 	}
 	return t
 }
@@ -135,24 +182,21 @@ func (v *view) changesTable() table {
 		Header: []string{"#", "at", "from", "to", "commit gap", "fault", "fault → new token"},
 		Right:  []bool{true, true, false, false, true, false, true},
 		Empty:  "The store never changed leader."}
-	for i, c := range v.changes {
-		if i == maxChangeRows {
-			t.More = len(v.changes) - i
-			break
-		}
+	v.headTailRows(&t, len(v.changes), maxChangeRows, func(i int) []string {
+		c := v.changes[i]
 		fault, to := "none attributed", "—"
 		if w := c.Window; w != nil {
-			fault = w.Fault
+			fault = faultLabel(w.Fault)
 			if w.FaultNode != "" {
 				fault += " on " + w.FaultNode
 			}
 			fault += " at " + v.at(w.Injected)
 			to = dur(w.ToNewToken)
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), v.at(c.At),
+		return []string{strconv.Itoa(i + 1), v.at(c.At),
 			fmt.Sprintf("%s (token %d)", c.OldNode, c.OldToken), fmt.Sprintf("%s (token %d)", c.NewNode, c.NewToken),
-			dur(time.Duration(c.At - c.LastOld)), fault, to})
-	}
+			dur(time.Duration(c.At - c.LastOld)), fault, to}
+	})
 	return t
 }
 
@@ -163,11 +207,8 @@ func (v *view) rejectionsTable() table {
 		Header: []string{"at", "node", "op", "token", "write", "store's token", "known from"},
 		Right:  []bool{true, false, false, true, false, true, false},
 		Empty:  "No commit was rejected for a stale token."}
-	for i, r := range v.rejections {
-		if i == maxRejectionRows {
-			t.More = len(v.rejections) - i
-			break
-		}
+	v.headTailRows(&t, len(v.rejections), maxRejectionRows, func(i int) []string {
+		r := v.rejections[i]
 		storeTok := "—"
 		if r.StoreToken > 0 {
 			storeTok = strconv.FormatInt(r.StoreToken, 10)
@@ -176,9 +217,9 @@ func (v *view) rejectionsTable() table {
 		if r.SeenBy == "audit" {
 			known = "audit stream (outcome unknown to the node)"
 		}
-		t.Rows = append(t.Rows, []string{v.at(r.At), r.Node, r.Op, strconv.FormatInt(r.Token, 10),
-			fmt.Sprintf("%d→%d", r.From, r.To), storeTok, known})
-	}
+		return []string{v.at(r.At), r.Node, r.Op, strconv.FormatInt(r.Token, 10),
+			fmt.Sprintf("%d→%d", r.From, r.To), storeTok, known}
+	})
 	return t
 }
 
@@ -188,11 +229,8 @@ func (v *view) faultsTable() table {
 		Header: []string{"#", "at", "fault", "target", "held for", "note"},
 		Right:  []bool{true, true, false, false, true, false},
 		Empty:  "No fault was injected."}
-	for i, f := range v.faults {
-		if i == maxFaultRows {
-			t.More = len(v.faults) - i
-			break
-		}
+	v.headTailRows(&t, len(v.faults), maxFaultRows, func(i int) []string {
+		f := v.faults[i]
 		var note []string
 		if f.Failed {
 			note = append(note, "injection failed")
@@ -203,8 +241,8 @@ func (v *view) faultsTable() table {
 		if f.Err != "" {
 			note = append(note, f.Err)
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), v.at(f.Inject), f.Kind, f.Target, dur(f.held()), strings.Join(note, "; ")})
-	}
+		return []string{strconv.Itoa(i + 1), v.at(f.Inject), f.Kind, f.Target, dur(f.held()), strings.Join(note, "; ")}
+	})
 	return t
 }
 
@@ -233,6 +271,9 @@ func (v *view) overlapsTable() table {
 			fmt.Sprintf("%s (token %d)", o.NodeA, o.TokenA), fmt.Sprintf("%s (token %d)", o.NodeB, o.TokenB)})
 	}
 	t.More = len(v.res.Overlaps) - len(t.Rows)
+	if t.More > 0 {
+		t.Rest = v.restIn(len(v.res.Overlaps))
+	}
 	return t
 }
 

@@ -258,6 +258,7 @@ func (v *view) timeline() *timeline {
 	for _, k := range sortedKeys(kinds) {
 		tl.Legend = append(tl.Legend, legendItem{Fill: faultColor(k), Class: "fault", Label: k})
 	}
+	tl.thinAll()
 	return tl
 }
 

@@ -39,6 +39,10 @@ type view struct {
 	// files are the raw files of the run directory that exist (slash-separated,
 	// relative to the run directory), sorted.
 	files []string
+	// limit is the list limit of results.json (-1: none); full is FullResultsFile when
+	// it is written, else "" (see setOptions).
+	limit int
+	full  string
 }
 
 // faultSpan is one fault from its injection to its heal.
@@ -104,6 +108,7 @@ func newView(run *history.Run, res *checker.Result) (*view, error) {
 	}
 	v.storeHistory()
 	v.files = rawFiles(run.Dir)
+	v.setOptions(Options{})
 	return v, nil
 }
 
@@ -215,14 +220,19 @@ func (v *view) storeHistory() {
 				From: inv.From, To: inv.To, SeenBy: "node"})
 		}
 	}
+	// Windows by change, so that a run of 100,000 changes is not quadratic; the first
+	// window of a change wins.
+	type changeKey struct{ old, new, at int64 }
+	windows := make(map[changeKey]*checker.Window, len(v.res.Windows))
+	for j := range v.res.Windows {
+		w := &v.res.Windows[j]
+		if k := (changeKey{w.OldToken, w.NewToken, w.FirstNew}); windows[k] == nil {
+			windows[k] = w
+		}
+	}
 	for i := range v.changes {
 		c := &v.changes[i]
-		for j := range v.res.Windows {
-			if w := &v.res.Windows[j]; w.OldToken == c.OldToken && w.NewToken == c.NewToken && w.FirstNew == c.At {
-				c.Window = w
-				break
-			}
-		}
+		c.Window = windows[changeKey{c.OldToken, c.NewToken, c.At}]
 	}
 	st := v.run.Store
 	if st == nil {
@@ -258,14 +268,29 @@ func rawFiles(dir string) []string {
 		return nil
 	}
 	var out []string
-	for _, name := range []string{history.RunInfoFile, "schedule.json", history.FaultsFile, history.StoreFile} {
-		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+	isFile := func(name string) bool {
+		st, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && !st.IsDir()
+	}
+	// A record compressed when the run was kept (X.gz) is listed instead of X; when
+	// both exist, X is the one that counts (harness.CompressRun).
+	for _, name := range []string{history.RunInfoFile, "schedule.json", history.FaultsFile, history.AuditFile, history.StoreFile} {
+		switch {
+		case isFile(name):
 			out = append(out, name)
+		case isFile(name + gzSuffix):
+			out = append(out, name+gzSuffix)
 		}
 	}
-	for _, pat := range []string{filepath.Join(history.HistoryDir, "*.jsonl"), filepath.Join(history.LogsDir, "*.log")} {
+	for _, pat := range []string{filepath.Join(history.HistoryDir, "*.jsonl"), filepath.Join(history.HistoryDir, "*.jsonl"+gzSuffix),
+		filepath.Join(history.LogsDir, "*.log")} {
 		m, _ := filepath.Glob(filepath.Join(dir, pat)) // the pattern is well formed
 		for _, f := range m {
+			if plain, ok := strings.CutSuffix(f, gzSuffix); ok {
+				if st, err := os.Stat(plain); err == nil && !st.IsDir() {
+					continue
+				}
+			}
 			if rel, err := filepath.Rel(dir, f); err == nil {
 				out = append(out, filepath.ToSlash(rel))
 			}
@@ -274,6 +299,9 @@ func rawFiles(dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// gzSuffix ends the name of a record compressed after the run (history/n1.jsonl.gz).
+const gzSuffix = ".gz"
 
 // rel is t relative to the run's start.
 func (v *view) rel(t int64) time.Duration { return time.Duration(t - v.start) }
@@ -305,8 +333,10 @@ func (v *view) failing() []checker.CheckResult {
 		switch c.Verdict {
 		case checker.Valid:
 		case checker.Invalid:
+			c.Offending = shownOffending(c.Offending)
 			inv = append(inv, c)
 		default:
+			c.Offending = shownOffending(c.Offending)
 			unk = append(unk, c)
 		}
 	}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,10 +22,16 @@ const (
 )
 
 // Write renders the four reports of a run (results.json, report.md, index.html and
-// junit.xml) into run.Dir, replacing any earlier ones. Each file is written to a
-// temporary name and renamed, so a reader never sees half a report. The output depends
-// only on run and res: rendering the same run twice gives the same bytes.
+// junit.xml) into run.Dir, replacing any earlier ones, with the default Options: when a
+// list of results.json is cut, the complete lists go to results-full.json.gz. Each file
+// is written to a temporary name and renamed, so a reader never sees half a report. The
+// output depends only on run and res: rendering the same run twice gives the same bytes.
 func Write(run *history.Run, res *checker.Result) error {
+	return WriteWithOptions(run, res, Options{})
+}
+
+// WriteWithOptions is Write with options.
+func WriteWithOptions(run *history.Run, res *checker.Result, opts Options) error {
 	v, err := newView(run, res)
 	if err != nil {
 		return err
@@ -32,9 +39,25 @@ func Write(run *history.Run, res *checker.Result) error {
 	if run.Dir == "" {
 		return fmt.Errorf("reports: run has no directory")
 	}
+	v.setOptions(opts)
 	var rj, md, page, ju bytes.Buffer
-	if err := writeJSON(&rj, v.results()); err != nil {
+	r := v.results(v.limit)
+	if err := writeJSON(&rj, r); err != nil {
 		return fmt.Errorf("reports: %s: %w", ResultsFile, err)
+	}
+	fullPath := filepath.Join(run.Dir, FullResultsFile)
+	if v.full != "" {
+		var full bytes.Buffer
+		fr := v.results(-1)
+		fr.Files = r.Files
+		if err := writeFullJSON(&full, fr); err != nil {
+			return fmt.Errorf("reports: %s: %w", FullResultsFile, err)
+		}
+		if err := writeFile(fullPath, full.Bytes()); err != nil {
+			return err
+		}
+	} else if err := os.Remove(fullPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reports: %w", err) // an earlier one would contradict results.json
 	}
 	v.markdown(&md)
 	if err := v.html(&page); err != nil {
@@ -78,28 +101,36 @@ func (v *view) links() []link {
 		{HTMLFile, HTMLFile, "this report with the timeline"},
 		{MarkdownFile, MarkdownFile, "this report in Markdown"},
 		{ResultsFile, ResultsFile, "machine-readable results (schema " + Schema + ")"},
-		{JUnitFile, JUnitFile, "one test case per check, for CI"},
 	}
+	if v.full != "" {
+		out = append(out, link{v.full, v.full, "the same with every list complete, gzipped"})
+	}
+	out = append(out, link{JUnitFile, JUnitFile, "one test case per check, for CI"})
 	for _, c := range v.res.Checks {
 		if c.Visualization != "" {
 			out = append(out, link{c.Visualization, c.Visualization, "porcupine visualization of the failing piece (" + c.Name + ")"})
 		}
 	}
 	for _, f := range v.files {
-		what := ""
+		what, name := "", strings.TrimSuffix(f, gzSuffix)
 		switch {
 		case f == history.RunInfoFile:
 			what = "how the run was made"
 		case f == "schedule.json":
 			what = "the fault schedule generated from the seed"
-		case f == history.FaultsFile:
+		case name == history.FaultsFile:
 			what = "the faults as injected and healed"
+		case name == history.AuditFile:
+			what = "the audit stream of the final read of the store"
 		case f == history.StoreFile:
 			what = "the final read of the store, with the sink and the audit stream"
 		case strings.HasPrefix(f, history.HistoryDir+"/"):
-			what = "history of " + strings.TrimSuffix(filepath.Base(f), ".jsonl")
+			what = "history of " + strings.TrimSuffix(filepath.Base(name), ".jsonl")
 		case strings.HasPrefix(f, history.LogsDir+"/"):
 			what = "log of " + strings.TrimSuffix(filepath.Base(f), ".log")
+		}
+		if name != f {
+			what += " (gzipped)"
 		}
 		out = append(out, link{f, f, what})
 	}
@@ -115,6 +146,9 @@ func (v *view) allFiles() []string {
 		}
 	}
 	out = append(out, ResultsFile, MarkdownFile, HTMLFile, JUnitFile)
+	if v.full != "" {
+		out = append(out, v.full)
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }

@@ -1,0 +1,106 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// maxBoxesPerRow bounds what one row of the timeline draws (the faults, the failovers,
+// each lane's terms, conditions and overlaps). Beyond it, the boxes that start within
+// the same 1/maxBoxesPerRow of the plot's width — less than three pixels of a full-width
+// page — are drawn as one, whose tooltip counts them. So index.html stays a few
+// megabytes however long the run: 100,000 terms would otherwise take 150 MB.
+const maxBoxesPerRow = 400
+
+// thinAll applies thin to every row of the timeline.
+func (tl *timeline) thinAll() {
+	tl.Faults = tl.thin(tl.Faults, "faults")
+	tl.Bands = tl.thin(tl.Bands, "faults")
+	tl.Windows = tl.thinWindows(tl.Windows)
+	tl.Marks = tl.thin(tl.Marks, "failovers")
+	for i := range tl.Lanes {
+		ln := &tl.Lanes[i]
+		ln.Leader = tl.thin(ln.Leader, "leadership terms")
+		ln.Conditions = tl.thin(ln.Conditions, "faults")
+		ln.Overlaps = tl.thin(ln.Overlaps, "leadership overlaps")
+	}
+}
+
+// buckets groups n items, sorted by x, into runs [lo, hi) whose x fall in the same
+// 1/maxBoxesPerRow of the plot; nil when there are few enough to draw each.
+func (tl *timeline) buckets(n int, x func(i int) float64) [][2]int {
+	if n <= maxBoxesPerRow {
+		return nil
+	}
+	width := (tl.X1 - tl.X0) / maxBoxesPerRow
+	bucket := func(i int) int { return int((x(i) - tl.X0) / width) }
+	var out [][2]int
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && bucket(hi) == bucket(lo) {
+			hi++
+		}
+		out = append(out, [2]int{lo, hi})
+		lo = hi
+	}
+	return out
+}
+
+// thin draws bs, sorted by x, with at most about maxBoxesPerRow boxes (see buckets).
+func (tl *timeline) thin(bs []box, what string) []box {
+	slices.SortStableFunc(bs, func(a, b box) int { return cmp.Compare(a.X, b.X) })
+	groups := tl.buckets(len(bs), func(i int) float64 { return bs[i].X })
+	if groups == nil {
+		return bs
+	}
+	out := make([]box, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, tl.merge(bs[g[0]:g[1]], what))
+	}
+	return out
+}
+
+// merge draws the boxes bs as one box spanning them all, in the first one's style.
+func (tl *timeline) merge(bs []box, what string) box {
+	m := bs[0]
+	if len(bs) == 1 {
+		return m
+	}
+	end := m.X + m.W
+	for _, b := range bs[1:] {
+		end = max(end, b.X+b.W)
+	}
+	m.W, m.Label = end-m.X, ""
+	m.Title = fmt.Sprintf("%d %s between %s and %s, drawn as one at this scale (the tables and results list them)",
+		len(bs), what, tl.timeAt(m.X), tl.timeAt(end))
+	return m
+}
+
+// thinWindows is thin for the failover windows (a span and its gap each).
+func (tl *timeline) thinWindows(ws []windowBox) []windowBox {
+	slices.SortStableFunc(ws, func(a, b windowBox) int { return cmp.Compare(a.Span.X, b.Span.X) })
+	groups := tl.buckets(len(ws), func(i int) float64 { return ws[i].Span.X })
+	if groups == nil {
+		return ws
+	}
+	out := make([]windowBox, 0, len(groups))
+	spans, gaps := make([]box, 0, len(ws)), make([]box, 0, len(ws))
+	for _, g := range groups {
+		spans, gaps = spans[:0], gaps[:0]
+		for _, w := range ws[g[0]:g[1]] {
+			spans, gaps = append(spans, w.Span), append(gaps, w.Gap)
+		}
+		wb := windowBox{Span: tl.merge(spans, "failover windows"), Gap: tl.merge(gaps, "failover windows")}
+		wb.Gap.Title = wb.Span.Title
+		out = append(out, wb)
+	}
+	return out
+}
+
+// timeAt is the time at x, relative to the run's start: "t+1.234s".
+func (tl *timeline) timeAt(x float64) string {
+	f := (x - tl.X0) / (tl.X1 - tl.X0)
+	return "t+" + dur(time.Duration(f*float64(tl.Span)))
+}
