@@ -19,10 +19,11 @@ const CompressedSuffix = ".gz"
 
 // CompressRun gzips, in place, the bulky records of a finished run in dir: every
 // history/<node>.jsonl, faults.jsonl and audit.jsonl become the same name plus ".gz"
-// (history.LoadRun reads either). Call it once the run is checked and its report
-// written: it is for keeping a run, not for running one. It blocks until every file is
-// compressed and synced, and returns the first error (a file it could not compress is
-// left as it was).
+// (history.LoadRun reads either), and so do the Redis append-only files the local
+// backend leaves in redis/appendonlydir (gunzip them to start a redis-server on that
+// directory again). Call it once the run is checked and its report written: it is for
+// keeping a run, not for running one. It blocks until every file is compressed and
+// synced, and returns the first error (a file it could not compress is left as it was).
 //
 // Each file is written to X.gz.tmp, synced, renamed to X.gz, and only then is X removed,
 // so an interruption at any point loses nothing: when both X and X.gz exist, X is the
@@ -47,21 +48,31 @@ func CompressRun(dir string) error {
 	return nil
 }
 
+// compressedGlobs match, besides FaultsFile and AuditFile, the files CompressRun
+// compresses: every node's history and Redis's append-only files (cluster.StartLocal
+// runs Redis in <run>/redis with appendonly yes).
+var compressedGlobs = []string{
+	filepath.Join(history.HistoryDir, "*.jsonl"),
+	filepath.Join("redis", "appendonlydir", "*.aof"),
+}
+
 // compressible lists the files of dir that CompressRun compresses, existing or not
-// (history files are listed if either form, or a temporary, exists).
+// (a globbed file is listed if either form, or a temporary, exists).
 func compressible(dir string) ([]string, error) {
 	names := []string{filepath.Join(dir, history.FaultsFile), filepath.Join(dir, history.AuditFile)}
 	seen := map[string]bool{}
-	for _, pat := range []string{"*.jsonl", "*.jsonl" + CompressedSuffix, "*.jsonl" + CompressedSuffix + ".tmp"} {
-		m, err := filepath.Glob(filepath.Join(dir, history.HistoryDir, pat))
-		if err != nil {
-			return nil, fmt.Errorf("harness: compress: %w", err)
-		}
-		for _, f := range m {
-			f = strings.TrimSuffix(strings.TrimSuffix(f, ".tmp"), CompressedSuffix)
-			if !seen[f] {
-				seen[f] = true
-				names = append(names, f)
+	for _, glob := range compressedGlobs {
+		for _, suffix := range []string{"", CompressedSuffix, CompressedSuffix + ".tmp"} {
+			m, err := filepath.Glob(filepath.Join(dir, glob+suffix))
+			if err != nil {
+				return nil, fmt.Errorf("harness: compress: %w", err)
+			}
+			for _, f := range m {
+				f = strings.TrimSuffix(strings.TrimSuffix(f, ".tmp"), CompressedSuffix)
+				if !seen[f] {
+					seen[f] = true
+					names = append(names, f)
+				}
 			}
 		}
 	}

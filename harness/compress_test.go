@@ -18,10 +18,12 @@ import (
 var compressibleFiles = []string{
 	history.FaultsFile, history.AuditFile,
 	filepath.Join(history.HistoryDir, "n1.jsonl"), filepath.Join(history.HistoryDir, "n2.jsonl"),
+	filepath.Join("redis", "appendonlydir", "appendonly.aof.1.incr.aof"),
 }
 
 // keptFiles are the files it leaves as they are.
-var keptFiles = []string{history.RunInfoFile, history.StoreFile, "results.json", filepath.Join(history.LogsDir, "n1.log")}
+var keptFiles = []string{history.RunInfoFile, history.StoreFile, "results.json", filepath.Join(history.LogsDir, "n1.log"),
+	filepath.Join("redis", "appendonlydir", "appendonly.aof.manifest"), filepath.Join("redis", "redis.log")}
 
 // writeRunDir makes a run directory with every kind of file, each with distinct
 // content, and returns the contents by relative name.
