@@ -139,7 +139,44 @@ func (s *chaosSpec) prepare() error {
 			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
 		}
 	}
+	if err := s.checkNode(); err != nil {
+		return err
+	}
 	s.start, s.Backend = start, name
+	return nil
+}
+
+// nodeOptions are the settings every node of the run starts with.
+func (s chaosSpec) nodeOptions() cluster.NodeOptions {
+	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
+		Workload: s.Workload.Name, Batch: s.Workload.Batch}
+}
+
+// checkNode asks the binary whether a node would accept the run's settings (`fenceline
+// node --check`, which connects to nothing), so that settings a node rejects are a
+// usage error with the node's own message before the run begins, not a run that fails
+// at start.
+func (s chaosSpec) checkNode() error {
+	tmp, err := os.MkdirTemp("", "fenceline-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := s.nodeOptions().Args("n1", "127.0.0.1:6379", "http://127.0.0.1:8000", "127.0.0.1:0", "",
+		filepath.Join(tmp, "n1.jsonl"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg == "" {
+			msg = "(it printed nothing)"
+		}
+		return fmt.Errorf("%s does not accept the nodes' settings (%v): %s", s.Binary, err, msg)
+	}
 	return nil
 }
 
@@ -174,7 +211,7 @@ func (s chaosSpec) run(ctx context.Context, stdout, stderr io.Writer) chaosOutco
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node:     cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant)},
+		Node:     s.nodeOptions(),
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)

@@ -31,6 +31,7 @@ type nodeFlags struct {
 	addrFile                                   string
 	variant, workload                          string
 	chaos, remoteControl                       bool
+	check                                      bool
 	lease, renew, retry                        time.Duration
 	batch, clients                             int
 	redis                                      *redisConn
@@ -51,8 +52,8 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&f.source, "source", "http://127.0.0.1:8000", "event source URL")
 	fs.StringVar(&f.election, "election", election.DefaultName, "election name: the hash tag of every key")
 	fs.DurationVar(&f.lease, "lease-ttl", 2*time.Second, "lease TTL")
-	fs.DurationVar(&f.renew, "renew-interval", 0, "time between renewals (default lease-ttl/3)")
-	fs.DurationVar(&f.retry, "retry-interval", 0, "longest wait of a standby between acquire attempts (default lease-ttl/4)")
+	fs.DurationVar(&f.renew, "renew-interval", 0, "time between renewals (0: lease-ttl/3)")
+	fs.DurationVar(&f.retry, "retry-interval", 0, "longest wait of a standby between acquire attempts (0: lease-ttl/4)")
 	fs.IntVar(&f.batch, "batch", listener.DefaultBatchSize, "events per commit")
 	fs.StringVar(&f.control, "control", "127.0.0.1:9100", "control endpoint address (/status, /metrics, /health)")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the control endpoint's bound address to this file (for --control 127.0.0.1:0)")
@@ -62,6 +63,7 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&f.variant, "variant", variants.Reference, variantHelp())
 	fs.StringVar(&f.workload, "workload", "listener", "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)")
 	fs.IntVar(&f.clients, "clients", 3, "register workload: concurrent clients")
+	fs.BoolVar(&f.check, "check", false, "check the flags and the configuration (and that --control can be bound and --history written) without connecting to anything; exit 0 or 2")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -96,6 +98,20 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline node: %v\n", err)
 		return exitUsage
 	}
+	// Zero is no setting here: the flags' defaults are explicit, and 0 would silently
+	// fall back to the library's.
+	if f.lease <= 0 || f.batch < 1 || f.clients < 1 || f.renew < 0 || f.retry < 0 {
+		fmt.Fprintf(stderr, "fenceline node: need --lease-ttl > 0, --batch >= 1, --clients >= 1 and no negative interval (got %v, %d, %d, %v, %v)\n",
+			f.lease, f.batch, f.clients, f.renew, f.retry)
+		return exitUsage
+	}
+	if f.check {
+		if err := checkNode(f); err != nil {
+			fmt.Fprintf(stderr, "fenceline node: %v\n", err)
+			return exitUsage
+		}
+		return exitOK
+	}
 	if err := runNodeWith(ctx, f, stderr); err != nil {
 		fmt.Fprintf(stderr, "fenceline node: %v\n", err)
 		var ce *election.ConfigError
@@ -105,6 +121,47 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitUnknown
 	}
 	return exitOK
+}
+
+// checkNode is `fenceline node --check`: everything a node would find wrong with its
+// settings at start, found without connecting to Redis or the source, so that the
+// harness can refuse a run before it begins. Any error is a usage error.
+func checkNode(f nodeFlags) error {
+	if f.historyPath != "" {
+		// The file is opened as the node would open it; one that did not exist is
+		// removed again.
+		_, statErr := os.Stat(f.historyPath)
+		hf, err := os.OpenFile(f.historyPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--history: %w", err)
+		}
+		hf.Close()
+		if errors.Is(statErr, os.ErrNotExist) {
+			os.Remove(f.historyPath)
+		}
+	}
+	ctl, err := net.Listen("tcp", f.control)
+	if err != nil {
+		return fmt.Errorf("--control: %w", err)
+	}
+	ctl.Close()
+	client, err := f.redis.client()
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if f.workload == "listener" {
+		if _, err := variants.Store(f.variant, client, listener.StoreConfig{Name: f.election, Node: f.id}); err != nil {
+			return err
+		}
+		if _, err := listener.NewHTTPSource(listener.HTTPSourceConfig{BaseURL: f.source}); err != nil {
+			return err
+		}
+	}
+	_, err = election.New(client, election.Config{
+		InstanceID: f.id, Name: f.election, LeaseTTL: f.lease, RenewInterval: f.renew, RetryInterval: f.retry,
+	})
+	return err
 }
 
 // isLoopback reports whether the host of addr is a loopback address or "localhost". An

@@ -131,3 +131,60 @@ func TestChaosWithoutRedisServer(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 naming the package", code, stderr)
 	}
 }
+
+// helperBinary is an executable that runs this test binary as fenceline (through
+// TestHelperProcess), for --binary.
+func helperBinary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fenceline")
+	script := "#!/bin/sh\nFENCELINE_HELPER_PROCESS=1 exec '" + os.Args[0] + "' -test.run='^TestHelperProcess$' -- \"$@\"\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Settings the nodes would reject at start are found by `fenceline node --check` before
+// the run: a usage error with the node's own message, and no run directory.
+func TestChaosNodeRejectsSettings(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runCmd("chaos", "--out", out, "--binary", helperBinary(t), "--lease-ttl", "1000500us")
+	if code != exitUsage || !strings.Contains(stderr, "whole number of milliseconds") {
+		t.Fatalf("exit %d, stderr %q; want 2 with the node's message", code, stderr)
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("a rejected run left %d entries in --out", len(left))
+	}
+	code, _, stderr = runCmd("chaos", "--out", out, "--binary", "/bin/false")
+	if code != exitUsage || !strings.Contains(stderr, "does not accept the nodes' settings") {
+		t.Fatalf("--binary /bin/false: exit %d, stderr %q; want 2", code, stderr)
+	}
+}
+
+// fenceline node --check finds what a node would find at start, without connecting.
+func TestNodeCheck(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string // "" = accepted
+	}{
+		{[]string{"--history", filepath.Join(dir, "h.jsonl")}, ""},
+		{[]string{"--history", filepath.Join(dir, "missing", "h.jsonl")}, "--history"},
+		{[]string{"--control", "127.0.0.1:99999"}, "--control"},
+		{[]string{"--lease-ttl", "0"}, "need --lease-ttl > 0"},
+		{[]string{"--batch", "0"}, "--batch >= 1"},
+		{[]string{"--lease-ttl", "2s", "--renew-interval", "3s"}, "RenewInterval"},
+	} {
+		args := append([]string{"node", "--id", "n1", "--control", "127.0.0.1:0", "--check"}, tc.args...)
+		code, _, stderr := runCmd(args...)
+		switch {
+		case tc.want == "" && code != exitOK:
+			t.Errorf("%v: exit %d (%s), want 0", tc.args, code, stderr)
+		case tc.want != "" && (code != exitUsage || !strings.Contains(stderr, tc.want)):
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "h.jsonl")); err == nil {
+		t.Error("--check left the history file it created")
+	}
+}
