@@ -266,8 +266,9 @@ type StoreSummary struct {
 	SinkDuplicated int `json:"sink_duplicated"`
 }
 
-// NewResults builds the content of results.json with the default options. It reads
-// nothing but run.Dir's listing (for Files).
+// NewResults builds the content of results.json with the default options, as Write
+// writes it (Full names FullResultsFile when a list is cut, though NewResults writes
+// nothing). It reads nothing but run.Dir's listing (for Files).
 func NewResults(run *history.Run, res *checker.Result) (*Results, error) {
 	v, err := newView(run, res)
 	if err != nil {

@@ -301,3 +301,43 @@ func TestLinksToCompressedRecords(t *testing.T) {
 		t.Errorf("files %v", r.Files)
 	}
 }
+
+// TestTimelineMergesDenseRows: a lane with thousands of terms draws at most about
+// maxBoxesPerRow boxes, and the merged boxes' tooltips still count every term.
+func TestTimelineMergesDenseRows(t *testing.T) {
+	const n = 6_000
+	run, res := bigRun(t, n)
+	v, err := newView(run, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := v.timeline()
+	terms := 0
+	for _, ln := range tl.Lanes {
+		if len(ln.Leader) > maxBoxesPerRow+1 || len(ln.Overlaps) > maxBoxesPerRow+1 {
+			t.Errorf("lane %s draws %d terms and %d overlaps", ln.Node, len(ln.Leader), len(ln.Overlaps))
+		}
+		for _, b := range ln.Leader {
+			var k int
+			if _, err := fmt.Sscanf(b.Title, "%d leadership terms between", &k); err != nil {
+				k = 1
+			}
+			terms += k
+		}
+	}
+	if terms != n {
+		t.Errorf("the lanes' boxes stand for %d terms, want %d", terms, n)
+	}
+	if len(tl.Faults) > maxBoxesPerRow+1 || len(tl.Windows) > maxBoxesPerRow+1 || len(tl.Marks) > maxBoxesPerRow+1 {
+		t.Errorf("%d faults, %d windows, %d marks drawn", len(tl.Faults), len(tl.Windows), len(tl.Marks))
+	}
+	// A short run is drawn box by box.
+	small, sres := bigRun(t, 50)
+	sv, err := newView(small, sres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stl := sv.timeline(); len(stl.Windows) != 49 || len(stl.Faults) != 49 {
+		t.Errorf("a short run draws %d windows and %d faults, want 49", len(stl.Windows), len(stl.Faults))
+	}
+}

@@ -29,11 +29,8 @@ func (tl *timeline) thinAll() {
 }
 
 // buckets groups n items, sorted by x, into runs [lo, hi) whose x fall in the same
-// 1/maxBoxesPerRow of the plot; nil when there are few enough to draw each.
+// 1/maxBoxesPerRow of the plot.
 func (tl *timeline) buckets(n int, x func(i int) float64) [][2]int {
-	if n <= maxBoxesPerRow {
-		return nil
-	}
 	width := (tl.X1 - tl.X0) / maxBoxesPerRow
 	bucket := func(i int) int { return int((x(i) - tl.X0) / width) }
 	var out [][2]int
@@ -48,13 +45,14 @@ func (tl *timeline) buckets(n int, x func(i int) float64) [][2]int {
 	return out
 }
 
-// thin draws bs, sorted by x, with at most about maxBoxesPerRow boxes (see buckets).
+// thin draws bs with at most about maxBoxesPerRow boxes: when there are more, it sorts
+// them by x and merges those of each bucket (see buckets).
 func (tl *timeline) thin(bs []box, what string) []box {
+	if len(bs) <= maxBoxesPerRow {
+		return bs // drawn as they are, in their order
+	}
 	slices.SortStableFunc(bs, func(a, b box) int { return cmp.Compare(a.X, b.X) })
 	groups := tl.buckets(len(bs), func(i int) float64 { return bs[i].X })
-	if groups == nil {
-		return bs
-	}
 	out := make([]box, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, tl.merge(bs[g[0]:g[1]], what))
@@ -80,11 +78,11 @@ func (tl *timeline) merge(bs []box, what string) box {
 
 // thinWindows is thin for the failover windows (a span and its gap each).
 func (tl *timeline) thinWindows(ws []windowBox) []windowBox {
-	slices.SortStableFunc(ws, func(a, b windowBox) int { return cmp.Compare(a.Span.X, b.Span.X) })
-	groups := tl.buckets(len(ws), func(i int) float64 { return ws[i].Span.X })
-	if groups == nil {
+	if len(ws) <= maxBoxesPerRow {
 		return ws
 	}
+	slices.SortStableFunc(ws, func(a, b windowBox) int { return cmp.Compare(a.Span.X, b.Span.X) })
+	groups := tl.buckets(len(ws), func(i int) float64 { return ws[i].Span.X })
 	out := make([]windowBox, 0, len(groups))
 	spans, gaps := make([]box, 0, len(ws)), make([]box, 0, len(ws))
 	for _, g := range groups {
