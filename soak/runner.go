@@ -158,33 +158,40 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	defer cleanup()
 	cfg.Binary, cfg.binarySum = pinned, sum
-	var runs []Record
-	var runErr error
-	for n, i := range indices {
+	// First read every slot, so that a directory of another soak is refused before
+	// anything runs.
+	finished := map[int]Record{}
+	var todo []int
+	for _, i := range indices {
 		seed := SeedOf(cfg.Seed0, i)
 		r, done, err := loadSlot(cfg.Out, i)
 		if err != nil {
 			return nil, err
 		}
-		if done {
-			if (r.Planned != 0 && r.Planned != cfg.Runs) || (r.Seed0 != 0 && r.Seed0 != cfg.Seed0) || r.Seed != seed ||
-				(r.ChaosDuration != 0 && r.ChaosDuration != cfg.Duration) {
-				return nil, fmt.Errorf("%w: %s has seed %d of %d runs of %s from base seed %d; this soak has seed %d of %d runs of %s from base seed %d: use another output directory",
-					ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.ChaosDuration, r.Seed0, seed, cfg.Runs, cfg.Duration, cfg.Seed0)
-			}
-			cfg.Logger.Info("run already finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
-			runs = append(runs, r)
+		if !done {
+			todo = append(todo, i)
 			continue
 		}
+		if (r.Planned != 0 && r.Planned != cfg.Runs) || (r.Seed0 != 0 && r.Seed0 != cfg.Seed0) || r.Seed != seed ||
+			(r.ChaosDuration != 0 && r.ChaosDuration != cfg.Duration) {
+			return nil, fmt.Errorf("%w: %s has seed %d of %d runs of %s from base seed %d; this soak has seed %d of %d runs of %s from base seed %d: use another output directory",
+				ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.ChaosDuration, r.Seed0, seed, cfg.Runs, cfg.Duration, cfg.Seed0)
+		}
+		cfg.Logger.Info("run already finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
+		finished[i] = r
+	}
+	var runErr error
+	for n, i := range todo {
 		if ctx.Err() != nil {
 			runErr = ctx.Err()
 			break
 		}
+		seed := SeedOf(cfg.Seed0, i)
 		if err := moveAside(cfg.Out, i); err != nil {
 			return nil, err
 		}
-		cfg.Logger.Info("run starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(indices)))
-		r, err = cfg.runOne(ctx, i, seed)
+		cfg.Logger.Info("run starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(todo)))
+		r, err := cfg.runOne(ctx, i, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +201,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			runErr = ctx.Err()
 			break
 		}
-		runs = append(runs, r)
+		finished[i] = r
+	}
+	var runs []Record
+	for _, i := range indices {
+		if r, ok := finished[i]; ok {
+			runs = append(runs, r)
+		}
 	}
 	s := Summarize(runs, indices)
 	if err := s.WriteFiles(cfg.Out, cfg.SummaryName()); err != nil {

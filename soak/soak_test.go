@@ -304,6 +304,21 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// A directory holding another soak's runs is refused before anything runs.
+func TestOtherSoakRefusedBeforeRunning(t *testing.T) {
+	out := t.TempDir()
+	WriteTestSlot(t, out, 1, 2, 9, TestRun{Cursor: 1}, true) // base seed 9: run 1 has seed 10
+	notAProgram := filepath.Join(t.TempDir(), "fenceline")
+	os.WriteFile(notAProgram, []byte("x"), 0o755)
+	_, err := Run(context.Background(), Config{Binary: notAProgram, Out: out, Runs: 2, Seed0: 1, Duration: time.Second})
+	if !errors.Is(err, ErrOtherSoak) {
+		t.Fatalf("Run: %v, want ErrOtherSoak", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, slotName(0))); err == nil {
+		t.Error("run 0 was started before the other soak's run 1 was found")
+	}
+}
+
 // A shard writes its own summary files, so that shards may share a directory.
 func TestShardSummaryName(t *testing.T) {
 	if n := (&Config{Shard: Shard{2, 3}}).SummaryName(); n != "soak-shard-2-of-3" {
