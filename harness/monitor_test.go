@@ -15,6 +15,7 @@ import (
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -79,6 +80,16 @@ func TestRedisOutageNotInjected(t *testing.T) {
 	}
 	if !attributed {
 		t.Errorf("no failover window attributed to the outage: %+v", res.Windows)
+	}
+	if err := reports.Write(run, res); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(cfg.Dir, reports.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "no injected fault (Redis unavailable)") {
+		t.Errorf("report.md does not label the outage as a fault the harness did not inject")
 	}
 }
 
