@@ -4,25 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/faults"
 )
 
-// Fault kinds. Each is one type in this package.
+// Fault kinds, named in package faults. Each is one type in this package.
 const (
-	Kill                 = "kill"                   // SIGKILL, restart at heal
-	Stop                 = "stop"                   // SIGTERM (graceful release), restart at heal
-	Pause                = "pause"                  // SIGSTOP longer than the lease, SIGCONT at heal
-	PartitionReset       = "partition-reset"        // node's Redis link refused/reset
-	PartitionBlackhole   = "partition-blackhole"    // node's Redis link silently drops data
-	Delay                = "delay"                  // latency longer than the lease on the node's Redis link
-	Clock                = "clock"                  // node's injected clock jumped or slowed
-	RedisRestart         = "redis-restart"          // Redis killed and restarted (append-only file on)
-	RedisRestartVolatile = "redis-restart-volatile" // the same without persistence: tokens repeat
+	Kill                 = faults.Kill
+	Stop                 = faults.Stop
+	Pause                = faults.Pause
+	PartitionReset       = faults.PartitionReset
+	PartitionBlackhole   = faults.PartitionBlackhole
+	Delay                = faults.Delay
+	Clock                = faults.Clock
+	RedisRestart         = faults.RedisRestart
+	RedisRestartVolatile = faults.RedisRestartVolatile
 )
 
 // TargetRedis is the target of the Redis faults.
@@ -54,10 +53,10 @@ type Params struct {
 
 // All is every fault kind that the reference implementation must survive: `--nemesis all`.
 // RedisRestartVolatile is not in it: without persistence tokens repeat by design.
-var All = []string{Kill, Stop, Pause, PartitionReset, PartitionBlackhole, Delay, Clock, RedisRestart}
+var All = faults.All()
 
 // Known lists every fault kind.
-var Known = append(slices.Clone(All), RedisRestartVolatile)
+var Known = faults.Known()
 
 // ByKind returns the Fault of a kind.
 func ByKind(kind string) (Fault, error) {
@@ -85,30 +84,12 @@ func ByKind(kind string) (Fault, error) {
 }
 
 // ErrUnknownFault is returned for a fault name that is not known.
-var ErrUnknownFault = errors.New("nemesis: unknown fault")
+var ErrUnknownFault = faults.ErrUnknown
 
 // ParseList parses a comma-separated list of fault kinds: "all", "none", and "partition"
 // (both partition flavours) are accepted. The result is sorted and without duplicates.
-func ParseList(s string) ([]string, error) {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		switch f = strings.TrimSpace(f); f {
-		case "":
-		case "none":
-		case "all":
-			out = append(out, All...)
-		case "partition":
-			out = append(out, PartitionReset, PartitionBlackhole)
-		default:
-			if _, err := ByKind(f); err != nil {
-				return nil, err
-			}
-			out = append(out, f)
-		}
-	}
-	sort.Strings(out)
-	return slices.Compact(out), nil
-}
+// An unknown name is an error wrapping ErrUnknownFault.
+func ParseList(s string) ([]string, error) { return faults.ParseList(s) }
 
 // HealAll heals every fault kind on every node and Redis, whatever is open. It is what
 // the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it

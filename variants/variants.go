@@ -18,8 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/listener"
-	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -48,19 +48,19 @@ type Variant struct {
 
 var all = []Variant{
 	{Reference, "the real design: fenced commit in one Lua script, lease with local step-down",
-		nemesis.All, false},
+		faults.All(), false},
 	{NoFence, "the cursor and effects are written with a plain write, whoever writes last wins; an in-flight write is not abandoned when the term ends",
-		[]string{nemesis.Pause, nemesis.Delay}, true},
+		[]string{faults.Pause, faults.Delay}, true},
 	{ClientCheck, "the writer checks the fence itself: it reads the stored token and cursor in a round trip of its own, ahead of the write (right after its previous commit, while the next batch is fetched), compares, then writes unfenced",
-		[]string{nemesis.Delay}, true},
+		[]string{faults.Delay}, true},
 	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (its nodes start the token counter at 8, so that tokens reach two digits at the first failover)",
-		[]string{nemesis.Kill, nemesis.Stop}, true},
+		[]string{faults.Kill, faults.Stop}, true},
 	{LeaseOnly, "no fence: the store accepts any write; the leader writes only while its local lease deadline holds",
-		[]string{nemesis.Pause, nemesis.Delay, nemesis.Clock}, true},
+		[]string{faults.Pause, faults.Delay, faults.Clock}, true},
 	{NonAtomicRelease, "the lease is released with GET then DEL in two round trips, which can delete a newer leader's lock",
-		[]string{nemesis.Stop, nemesis.Delay}, false},
+		[]string{faults.Stop, faults.Delay}, false},
 	{VolatileRedis, "Redis runs without an append-only file, so a restart resets the token counter and tokens repeat",
-		[]string{nemesis.RedisRestartVolatile}, true},
+		[]string{faults.RedisRestartVolatile}, true},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v
@@ -71,8 +71,8 @@ var all = []Variant{
 func (v Variant) ReferenceFaults() []string {
 	out := make([]string, len(v.Faults))
 	for i, f := range v.Faults {
-		if f == nemesis.RedisRestartVolatile {
-			f = nemesis.RedisRestart
+		if f == faults.RedisRestartVolatile {
+			f = faults.RedisRestart
 		}
 		out[i] = f
 	}

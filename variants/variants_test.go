@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
-	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -38,12 +38,12 @@ func TestCatalogue(t *testing.T) {
 		if v.Description == "" || len(v.Faults) == 0 {
 			t.Errorf("%s: needs a description and the faults that expose it", v.Name)
 		}
-		parsed, err := nemesis.ParseList(strings.Join(v.Faults, ","))
+		parsed, err := faults.ParseList(strings.Join(v.Faults, ","))
 		if err != nil || len(parsed) != len(v.Faults) {
 			t.Errorf("%s: faults %q: %v (parsed %q)", v.Name, v.Faults, err, parsed)
 		}
 		ref := v.ReferenceFaults()
-		if len(ref) != len(v.Faults) || slices.Contains(ref, nemesis.RedisRestartVolatile) {
+		if len(ref) != len(v.Faults) || slices.Contains(ref, faults.RedisRestartVolatile) {
 			t.Errorf("%s: reference faults %q: the reference keeps its persistent Redis", v.Name, ref)
 		}
 		if v.Name != Reference {
@@ -59,7 +59,7 @@ func TestCatalogue(t *testing.T) {
 		t.Errorf("Store(nonsense): %v", err)
 	}
 	v, _ := ByName(VolatileRedis)
-	if got := v.ReferenceFaults(); !slices.Equal(got, []string{nemesis.RedisRestart}) {
+	if got := v.ReferenceFaults(); !slices.Equal(got, []string{faults.RedisRestart}) {
 		t.Errorf("volatile-redis reference faults %q", got)
 	}
 }
