@@ -223,6 +223,12 @@ func (s chaosSpec) run(ctx context.Context, stdout, stderr io.Writer) chaosOutco
 	if runErr != nil {
 		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
 	}
+	// Histories and the audit copy are kept compressed (check and report read them
+	// either way): a long run's directory is an artifact CI systems keep. Before the
+	// check, so that the report links the files that exist.
+	if err := harness.CompressRun(dir); err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: compress %s: %v\n", s.Cmd, dir, err)
+	}
 	code, res := checkRun(dir, stdout, stderr)
 	if runErr != nil && code == exitOK {
 		// A run that could not be completed is never a pass.
@@ -232,11 +238,6 @@ func (s chaosSpec) run(ctx context.Context, stdout, stderr io.Writer) chaosOutco
 		// The harness wrote this directory: what the checker cannot read in it is
 		// the run's failure (a torn record), not bad input from the user.
 		code = exitUnknown
-	}
-	// Histories and the audit copy are kept compressed (check and report read them
-	// either way): a long run's directory is an artifact CI systems keep.
-	if err := harness.CompressRun(dir); err != nil {
-		fmt.Fprintf(stderr, "fenceline %s: compress %s: %v\n", s.Cmd, dir, err)
 	}
 	return chaosOutcome{Dir: dir, Code: code, Result: res, RunErr: runErr}
 }
