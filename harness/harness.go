@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
-	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -386,7 +384,7 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %v", ErrIncomplete, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(errs...))
 	}
 	return nil
 }
@@ -429,12 +427,4 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-tm.C:
 		return nil
 	}
-}
-
-// ReadStore reads the store's final state and the token counter from Redis at addr,
-// bypassing every proxy.
-func ReadStore(ctx context.Context, addr, name string) (*history.Store, error) {
-	c := election.NewClient(addr)
-	defer c.Close()
-	return listener.ReadState(ctx, c, name, election.TokenKey(name))
 }
