@@ -53,8 +53,19 @@ type edge struct {
 // A history outside (1) — a commit that may apply without moving the cursor forward —
 // is also given up on.
 func decideChain(ops []linOp, init regState) (Verdict, string) {
-	var okEdges, unkEdges []edge
-	required := []int64{}
+	nOK, nUnk, nLoad := 0, 0, 0
+	for i := range ops {
+		switch o := &ops[i]; {
+		case !o.commit:
+			nLoad++
+		case o.out == outOK:
+			nOK++
+		case o.out == outUnknown:
+			nUnk++
+		}
+	}
+	okEdges, unkEdges := make([]edge, 0, nOK), make([]edge, 0, nUnk)
+	required := make([]int64, 0, nLoad+2*nOK)
 	for i := range ops {
 		o := &ops[i]
 		switch {
@@ -102,9 +113,9 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	}
 
 	// 1. The chain.
-	cur := []int64{init.cursor}
-	tok := []int64{init.token}
-	writer := []int{-1}
+	cur := append(make([]int64, 0, nOK+1), init.cursor)
+	tok := append(make([]int64, 0, nOK+1), init.token)
+	writer := append(make([]int32, 0, nOK+1), -1)
 	e, r := 0, 0 // next accepted edge, next required cursor
 	var reach map[int64]bool
 	reachFor := init.cursor // the required cursor reach is about (none yet: init is never "next")
@@ -166,7 +177,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		}
 		cur = append(cur, w.to)
 		tok = append(tok, o.token)
-		writer = append(writer, w.i)
+		writer = append(writer, int32(w.i))
 	}
 	if e != len(okEdges) {
 		return invalid("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)

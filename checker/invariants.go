@@ -164,9 +164,16 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 		// Cost O(m log m) for a sink of m entries, whatever the cursor: the sink's
 		// positions are sorted by event id, so duplicates are neighbours and the lost
 		// events are the gaps between the ids present, reported as ranges.
-		sw, sp := p.sinkWriters(opts.InitialCursor)
-		wrote := func(i int) int64 { return cmp.Or(sw(i), final) }
-		passed := func(e int64) int64 { return cmp.Or(sp(e), final) }
+		// The writers' index is only built for a violation to time.
+		var sw func(int) int64
+		var sp func(int64) int64
+		index := func() {
+			if sw == nil {
+				sw, sp = p.sinkWriters(opts.InitialCursor)
+			}
+		}
+		wrote := func(i int) int64 { index(); return cmp.Or(sw(i), final) }
+		passed := func(e int64) int64 { index(); return cmp.Or(sp(e), final) }
 		var lost, dup, outside []finding
 		var nLost uint64
 		firstMisplaced := -1

@@ -221,8 +221,11 @@ func scanLines(rd io.Reader, name string, fn func(line int, b []byte, torn bool)
 func readInto(rd io.Reader, name string, out []Event, tolerateTorn bool) ([]Event, string, error) {
 	warning := ""
 	err := scanLines(rd, name, func(line int, b []byte, torn bool) error {
-		var e Event
-		if err := decodeEvent(b, &e); err != nil {
+		// Decoded in place: a local Event would escape to the heap, one allocation a line.
+		out = append(out, Event{})
+		e := &out[len(out)-1]
+		if err := decodeEvent(b, e); err != nil {
+			out = out[:len(out)-1]
 			if torn && tolerateTorn {
 				warning = fmt.Sprintf("%s:%d: torn last line dropped (%d bytes, cut mid-line with no newline)", name, line, len(b))
 				return nil
@@ -232,7 +235,6 @@ func readInto(rd io.Reader, name string, out []Event, tolerateTorn bool) ([]Even
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		out = append(out, e)
 		return nil
 	})
 	if err != nil {

@@ -210,6 +210,8 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, stErr
 	}
 	switch {
+	case auErr == nil && r.Store != nil && len(r.Store.Audit) == 0:
+		r.Store.Audit = audit // no copy: a long run's audit is a hundred megabytes
 	case auErr == nil && r.Store != nil:
 		r.Store.Audit = append(r.Store.Audit, audit...)
 	case auErr == nil:
@@ -418,17 +420,23 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 		return nil, name, err
 	}
 	defer rc.Close()
-	var out []AuditEntry
+	// A long run's audit has an entry per commit: counted first, so that the slice is
+	// allocated once at its size instead of doubling.
+	n, err := countLines(name)
+	if err != nil {
+		return nil, name, err
+	}
+	out := make([]AuditEntry, 0, n)
 	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
-		var a AuditEntry
-		if err := decodeAudit(b, &a); err != nil {
+		out = append(out, AuditEntry{})
+		a := &out[len(out)-1] // decoded in place: a local would escape, one allocation a line
+		if err := decodeAudit(b, a); err != nil {
 			what := ""
 			if torn {
 				what = " (a torn last line: the audit copy is incomplete)"
 			}
 			return fmt.Errorf("%s:%d: %w%s: %v", name, line, ErrMalformed, what, err)
 		}
-		out = append(out, a)
 		return nil
 	})
 	if err != nil {
@@ -440,21 +448,42 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 // readStore reads store.json, requiring the fields the harness always writes: a file
 // that lacks them (`{}`, or a file of another kind) is not a final read of the store.
 func readStore(path string, st *Store) error {
-	var fields map[string]json.RawMessage
-	if err := readJSON(path, &fields, "a final store read"); err != nil {
-		return err
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	var has struct {
+		Cursor       present `json:"cursor"`
+		MaxToken     present `json:"max_token"`
+		TokenCounter present `json:"token_counter"`
+		Sink         present `json:"sink"`
+		Balances     present `json:"balances"`
+	}
+	if err := json.Unmarshal(b, &has); err != nil {
+		return fmt.Errorf("%w: %s is not a final store read: %v", ErrBadRunFile, path, err)
 	}
 	var missing []string
-	for _, k := range []string{"cursor", "max_token", "token_counter", "sink", "balances"} {
-		if _, ok := fields[k]; !ok {
-			missing = append(missing, k)
+	for _, f := range []struct {
+		name string
+		ok   present
+	}{{"cursor", has.Cursor}, {"max_token", has.MaxToken}, {"token_counter", has.TokenCounter}, {"sink", has.Sink}, {"balances", has.Balances}} {
+		if !f.ok {
+			missing = append(missing, f.name)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s is not a final store read: missing %s", ErrBadRunFile, path, strings.Join(missing, ", "))
 	}
-	return readJSON(path, st, "a final store read")
+	if err := json.Unmarshal(b, st); err != nil {
+		return fmt.Errorf("%w: %s is not a final store read: %v", ErrBadRunFile, path, err)
+	}
+	return nil
 }
+
+// present records that a JSON member exists (null included), without decoding it.
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error { *p = true; return nil }
 
 // checkSchedule checks schedule.json, if present: a JSON array of fault steps.
 func checkSchedule(path string) error {
