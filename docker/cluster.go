@@ -278,7 +278,7 @@ func (c *Cluster) start(ctx context.Context, b *box) error {
 		case <-w.Result:
 		case err := <-w.Error:
 			if c.ctx.Err() == nil {
-				c.log.Warn("container-wait", slog.String("container", b.role), slog.Any("err", err))
+				c.log.Warn("container-wait-failed", slog.String("container", b.role), slog.Any("error", err))
 			}
 		}
 	})
@@ -447,7 +447,7 @@ func (c *Cluster) StopNode(ctx context.Context, id string) error {
 	}
 	if paused {
 		if _, err := c.cli.ContainerUnpause(ctx, b.id, client.ContainerUnpauseOptions{}); err != nil {
-			c.log.Warn("unpause", slog.String("container", id), slog.Any("err", err))
+			c.log.Warn("container-unpause-failed", slog.String("container", id), slog.Any("error", err))
 		}
 		c.setPaused(b, false)
 	}

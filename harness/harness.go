@@ -185,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 				err = ferr
 			}
 			if cerr := r.c.Close(cctx); cerr != nil {
-				r.log.Warn("cleanup", slog.Any("err", cerr))
+				r.log.Warn("cluster-close-failed", slog.Any("error", cerr))
 			}
 		}
 		if err != nil && info.Interrupted == "" {
@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	r.log.Info("starting cluster", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
+	r.log.Info("cluster-starting", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
 	c, err := cfg.Start(ctx, cluster.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate,
@@ -223,11 +223,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		case <-ctx.Done():
 		}
 	}()
-	r.log.Info("warm-up: waiting for a first commit")
+	r.log.Info("warm-up-started", slog.Duration("timeout", cfg.WarmupTimeout))
 	if err := r.waitProgress(ctx, cfg.WarmupTimeout); err != nil {
 		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, causeOf(ctx, err))
 	}
-	r.log.Info("chaos", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
+	r.log.Info("chaos-started", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
 	if err := r.chaos(ctx, steps); err != nil {
 		return fmt.Errorf("%w: %v", ErrIncomplete, causeOf(ctx, err))
 	}
@@ -266,13 +266,13 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 			return err
 		}
 		if err := r.inject(ctx, s); err != nil {
-			r.log.Warn("inject failed", slog.String("fault", s.Kind), slog.Any("err", err))
+			r.log.Warn("fault-inject-failed", slog.String("fault", s.Kind), slog.Any("error", err))
 		}
 		if err := sleepUntil(ctx, time.Now().Add(s.Params.Hold)); err != nil {
 			return err
 		}
 		if err := r.heal(ctx); err != nil {
-			r.log.Warn("heal failed", slog.String("fault", s.Kind), slog.Any("err", err))
+			r.log.Warn("fault-heal-failed", slog.String("fault", s.Kind), slog.Any("error", err))
 		}
 	}
 	return sleepUntil(ctx, end)
@@ -298,7 +298,7 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 		r.faults.Record(history.Event{ID: id, Type: history.Info, Kind: history.KindFault, Node: target, Fault: s.Kind, Error: err.Error()})
 		// It may have half happened (a toxic on one stream): heal it at the usual time.
 	}
-	r.log.Info("fault injected", slog.String("fault", s.Kind), slog.String("target", target), slog.String("what", what))
+	r.log.Info("fault-injected", slog.String("fault", s.Kind), slog.String("target", target), slog.String("what", what))
 	r.open = &openFault{id: id, kind: s.Kind, target: target, f: f}
 	return err
 }
@@ -318,7 +318,7 @@ func (r *runner) heal(ctx context.Context) error {
 		ev.Type, ev.Error = history.Info, err.Error()
 	}
 	r.faults.Record(ev)
-	r.log.Info("fault healed", slog.String("fault", o.kind), slog.String("target", o.target))
+	r.log.Info("fault-healed", slog.String("fault", o.kind), slog.String("target", o.target))
 	return err
 }
 
@@ -354,10 +354,10 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		// The record is already untrustworthy: no recovery phase to wait for.
 		errs = append(errs, f)
 	} else {
-		r.log.Info("healed; recovery: waiting for a commit")
+		r.log.Info("recovery-started", slog.Duration("timeout", r.cfg.RecoveryTimeout))
 		if err := r.waitProgress(ctx, r.cfg.RecoveryTimeout); err != nil {
 			// Not an incomplete run: the progress check will report it from the history.
-			r.log.Warn("no commit after the final heal", slog.Any("err", err))
+			r.log.Warn("no-commit-after-heal", slog.Any("error", err))
 		}
 	}
 	for _, id := range r.c.Nodes() {
@@ -372,7 +372,7 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 	if peak, err := RedisPeakMemory(ctx, r.c.RedisAddr()); err == nil {
 		info.RedisPeakMemory = peak
 	} else {
-		r.log.Warn("redis-peak-memory", slog.Any("err", err))
+		r.log.Warn("redis-peak-memory-unread", slog.Any("error", err))
 	}
 	if f := r.mon.failure(); f != nil && !slices.Contains(errs, f) {
 		errs = append(errs, f)

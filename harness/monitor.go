@@ -107,7 +107,7 @@ func (m *monitor) redisFaultHealed() {
 // fail reports a condition that ends the run; only the first one is kept.
 func (m *monitor) fail(err error) {
 	if m.err.CompareAndSwap(nil, &err) {
-		m.r.log.Error("run-cannot-continue", slog.Any("err", err))
+		m.r.log.Error("run-cannot-continue", slog.Any("error", err))
 		m.fatal <- err
 	}
 }
