@@ -126,7 +126,7 @@ func (r *Record) fill(dir string) {
 	case res.Run.Interrupted != "":
 		r.Verdict = checker.Combine(r.Verdict, checker.Unknown)
 		r.Reason = "run interrupted: " + res.Run.Interrupted
-	case r.Verdict == checker.Unknown:
+	case r.Verdict != checker.Valid:
 		r.Reason = res.Summary
 	}
 	if r.ExitCode > 0 && r.Verdict == checker.Valid {
