@@ -75,7 +75,7 @@ func TestSoakEndToEnd(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("resumed soak: %v\n%s", err, stderr.String())
 	}
-	if d := time.Since(start); d > 4*time.Second || strings.Contains(stderr.String(), "run starting") {
+	if d := time.Since(start); d > 4*time.Second || strings.Contains(stderr.String(), "msg=run-starting") {
 		t.Errorf("resumed soak took %s and said:\n%s", d, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, "soak-shard-2-of-2.md")); err != nil {

@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			return nil, fmt.Errorf("%w: %s has seed %d of %d runs of %s from base seed %d; this soak has seed %d of %d runs of %s from base seed %d: use another output directory",
 				ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.ChaosDuration, r.Seed0, seed, cfg.Runs, cfg.Duration, cfg.Seed0)
 		}
-		cfg.Logger.Info("run already finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
+		cfg.Logger.Info("run-already-finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
 		finished[i] = r
 	}
 	var runErr error
@@ -190,12 +190,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		if err := moveAside(cfg.Out, i); err != nil {
 			return nil, err
 		}
-		cfg.Logger.Info("run starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(todo)))
+		cfg.Logger.Info("run-starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(todo)))
 		r, err := cfg.runOne(ctx, i, seed)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Logger.Info("run finished", "run", i, "seed", seed, "verdict", string(r.Verdict), "exit", r.ExitCode,
+		cfg.Logger.Info("run-finished", "run", i, "seed", seed, "verdict", string(r.Verdict), "exit", r.ExitCode,
 			"runner_peak_mb", float64(r.RunnerPeakRSS)/1e6, "reason", r.Reason)
 		if r.Interrupted {
 			runErr = ctx.Err()
