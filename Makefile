@@ -12,7 +12,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker soak
+.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak
 
 all: build
 
@@ -55,6 +55,14 @@ bench-checker: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_RUN=$$d/run FENCELINE_OPS=1000000 $(GO) test -count=1 -run TestWriteBigRun ./checker/ >/dev/null && \
 	/usr/bin/time -f '1M-operation history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+
+# bench-checker-coarse times `fenceline check` on a simulated register-workload run of
+# 236,000 operations (8 clients) whose timestamps are rounded to 16 ms, as a node with a
+# coarse clock records them: dozens of operations share each instant.
+bench-checker-coarse: build
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	FENCELINE_WRITE_COARSE_RUN=$$d/run FENCELINE_OPS=236000 $(GO) test -count=1 -run TestWriteCoarseRun ./checker/ >/dev/null && \
+	/usr/bin/time -f 'coarse-clock register history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(FENCELINE) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \

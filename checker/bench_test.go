@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -197,5 +202,186 @@ func TestCheckRunDir(t *testing.T) {
 		t3.Sub(t2).Round(time.Millisecond), checkPeak>>20, rssBefore>>20, peakRSS()>>20)
 	if res.Verdict != Valid {
 		t.Errorf("verdict %s", res.Verdict)
+	}
+}
+
+// coarseRegisterRun simulates the register workload as nodes with a coarse clock record
+// it: nclients clients each acquire a token of their own, then load and commit
+// (cursor c → c+1) until told their token is stale, concurrently against one store
+// that applies each operation at a random point of its window (0.05–0.5 ms); one commit
+// in 20 has an unknown outcome. Every timestamp is then rounded down to a multiple of
+// q, so that dozens of operations share each instant.
+func coarseRegisterRun(seed uint64, nclients, nops int, q time.Duration) *history.Run {
+	s := newSim(simConfig{Nodes: nclients})
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for i := range s.nodes {
+		s.nodes[i] = fmt.Sprintf("c%d", i+1)
+	}
+	type client struct {
+		next          int64
+		phase         int // 0 idle, 1 invoked, 2 applied
+		inv           int
+		tok, cursor   int64
+		loaded        bool
+		res           history.Event
+		typ           history.Type
+		unsure, apply bool
+	}
+	lat := func() int64 { return int64(50+rng.IntN(450)) * int64(time.Microsecond) }
+	cs := make([]*client, nclients)
+	for i := range cs {
+		cs[i] = &client{next: s.now + lat()}
+	}
+	ops := 0
+	for {
+		ci := 0
+		for i, c := range cs {
+			if c.next < cs[ci].next {
+				ci = i
+			}
+		}
+		c := cs[ci]
+		if c.phase == 0 && ops >= nops {
+			if !slices.ContainsFunc(cs, func(c *client) bool { return c.phase != 0 }) {
+				break
+			}
+			c.next = math.MaxInt64
+			continue
+		}
+		s.now = c.next
+		switch c.phase {
+		case 0:
+			switch {
+			case c.tok == 0:
+				c.inv = s.invoke(ci, history.KindAcquire, history.Event{})
+			case !c.loaded:
+				c.inv = s.invoke(ci, history.KindLoad, history.Event{})
+				ops++
+			default:
+				c.inv = s.invoke(ci, history.KindCommit, history.Event{Token: c.tok, From: c.cursor, To: c.cursor + 1, Events: 1})
+				ops++
+			}
+			c.phase = 1
+		case 1:
+			c.typ, c.res, c.unsure = history.OK, history.Event{}, false
+			switch e := s.events[c.inv]; e.Kind {
+			case history.KindAcquire:
+				s.st.counter++
+				c.res.Token = s.st.counter
+			case history.KindLoad:
+				c.res.Cursor, c.res.Token = s.st.cursor, s.st.maxTok
+			default:
+				c.res = history.Event{Token: e.Token, From: e.From, To: e.To, Events: e.Events}
+				c.unsure = rng.IntN(20) == 0
+				if c.unsure && rng.IntN(2) == 0 {
+					break // never reached the store
+				}
+				if r := s.apply(c.inv); r != "ok" {
+					c.typ, c.res.Error = history.Fail, r
+				}
+			}
+			c.phase = 2
+		case 2:
+			kind := s.events[c.inv].Kind
+			if c.unsure {
+				c.typ, c.res.Error = history.Info, "i/o timeout"
+			}
+			s.complete(c.inv, c.typ, c.res)
+			switch {
+			case kind == history.KindAcquire:
+				c.tok = c.res.Token
+			case kind == history.KindLoad:
+				c.cursor, c.loaded = c.res.Cursor, true
+			case c.typ == history.OK:
+				c.cursor = c.res.To
+			case c.res.Error == history.ErrStaleToken:
+				c.tok, c.loaded = 0, false
+			default:
+				c.loaded = false
+			}
+			c.phase = 0
+		}
+		c.next = s.now + lat()
+	}
+	round := func(t int64) int64 { return t - t%int64(q) }
+	for i := range s.events {
+		s.events[i].Time = round(s.events[i].Time)
+	}
+	history.SortByTime(s.events)
+	st := &history.Store{Cursor: s.st.cursor, MaxToken: s.st.maxTok, TokenCounter: s.st.counter,
+		Sink: s.st.sink, Balances: s.st.bal, Audit: s.st.audit}
+	if st.Sink == nil {
+		st.Sink = []int64{}
+	}
+	return &history.Run{
+		Info: history.RunInfo{Seed: int64(seed), Nodes: s.nodes, Workload: "register", Backend: "sim",
+			Nemeses: []string{}, LeaseTTL: 2 * time.Second, Start: round(s.start), HealTime: round(s.start) + 1,
+			End: round(s.now) + int64(q), Persistence: true, Election: "sim"},
+		Events: s.events,
+		Store:  st,
+	}
+}
+
+// TestWriteCoarseRun writes a coarse-clock register run directory for `make
+// bench-checker-coarse`: FENCELINE_WRITE_RUN=dir FENCELINE_OPS=236000.
+func TestWriteCoarseRun(t *testing.T) {
+	dir := os.Getenv("FENCELINE_WRITE_COARSE_RUN")
+	if dir == "" {
+		t.Skip("FENCELINE_WRITE_COARSE_RUN not set")
+	}
+	n, err := strconv.Atoi(os.Getenv("FENCELINE_OPS"))
+	if err != nil {
+		t.Fatal("FENCELINE_OPS:", err)
+	}
+	run := coarseRegisterRun(7, 8, n, 16*time.Millisecond)
+	run.Store.Balances = source.Balances(run.Store.Cursor) // as in TestWriteBigRun
+	writeRun(t, run, dir)
+}
+
+// TestCoarseClockRegister: a register run whose timestamps are rounded to 16 ms is
+// decided, and valid, where porcupine on the same operations does not finish.
+func TestCoarseClockRegister(t *testing.T) {
+	n := 40_000
+	if raceEnabled || testing.Short() {
+		n = 4_000
+	}
+	run := coarseRegisterRun(7, 8, n, 16*time.Millisecond)
+	t0 := time.Now()
+	res, err := Check(context.Background(), run, Options{ExpectedBalances: testBalances, PieceTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		if c.Verdict != Valid {
+			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
+		}
+	}
+	c := res.Check(CheckLinearizability)
+	if c.Stats["decided_by_chain"] != 1 {
+		t.Fatalf("%s: %s", c.Verdict, c.Message)
+	}
+	t.Logf("%d operations, 16 ms clock: %s in %v", n, c.Message, time.Since(t0).Round(time.Millisecond))
+	// The same run with a stale read is invalid: a load late in the run returns what
+	// a load early in the run returned.
+	var early, stale *history.Event
+	for i := range run.Events {
+		e := &run.Events[i]
+		if e.Kind != history.KindLoad || e.Type != history.OK || e.Cursor == 0 {
+			continue
+		}
+		if early == nil {
+			early = e
+		} else if i > len(run.Events)/2 {
+			e.Cursor, e.Token = early.Cursor, early.Token
+			stale = e
+			break
+		}
+	}
+	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Check(CheckLinearizability); c.Verdict != Invalid || len(c.Offending) != 2 || !strings.Contains(strings.Join(c.Offending, "\n"), fmt.Sprintf(" load %s: cursor=%d token=%d ", stale.ID, stale.Cursor, stale.Token)) {
+		t.Errorf("corrupted load: %s: %s %q", c.Verdict, c.Message, c.Offending)
 	}
 }

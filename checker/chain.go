@@ -52,7 +52,7 @@ type edge struct {
 //
 // A history outside (1) — a commit that may apply without moving the cursor forward —
 // is also given up on.
-func decideChain(ops []linOp, init regState) (Verdict, string) {
+func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int) {
 	nOK, nUnk, nLoad := 0, 0, 0
 	for i := range ops {
 		switch o := &ops[i]; {
@@ -73,7 +73,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 			required = append(required, o.a)
 		case o.out == outOK || o.out == outUnknown:
 			if o.b <= o.a {
-				return Unknown, "a commit that may apply does not move the cursor forward"
+				return Unknown, "a commit that may apply does not move the cursor forward", blame
 			}
 			if o.out == outOK {
 				okEdges = append(okEdges, edge{o.a, o.b, i})
@@ -88,28 +88,29 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	slices.SortStableFunc(unkEdges, byFrom)
 	for k := 1; k < len(okEdges); k++ {
 		if okEdges[k].from < okEdges[k-1].to {
+			blame = []int{okEdges[k-1].i, okEdges[k].i}
 			return Invalid, fmt.Sprintf("accepted commits %d→%d and %d→%d cannot both be on one chain of cursors",
-				okEdges[k-1].from, okEdges[k-1].to, okEdges[k].from, okEdges[k].to)
+				okEdges[k-1].from, okEdges[k-1].to, okEdges[k].from, okEdges[k].to), blame
 		}
 	}
 	slices.Sort(required)
 	required = slices.Compact(required)
 	if len(required) > 0 && required[0] < init.cursor {
-		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor)
+		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor), blame
 	}
 
 	// extensible and guessed (see below) mean that a failure to place proves nothing:
 	// Invalid becomes Unknown. A success is a linearization either way.
 	extensible, guessed := false, false
-	invalid := func(format string, args ...any) (Verdict, string) {
+	invalid := func(format string, args ...any) (Verdict, string, []int) {
 		why := fmt.Sprintf(format, args...)
 		switch {
 		case extensible:
-			return Unknown, "a commit of unknown outcome may extend the chain, and without it " + why
+			return Unknown, "a commit of unknown outcome may extend the chain, and without it " + why, blame
 		case guessed:
-			return Unknown, "the chain had to guess between commits of unknown outcome, and with its guess " + why
+			return Unknown, "the chain had to guess between commits of unknown outcome, and with its guess " + why, blame
 		}
-		return Invalid, why
+		return Invalid, why, blame
 	}
 
 	// 1. The chain.
@@ -173,6 +174,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		}
 		o := &ops[w.i]
 		if o.token < tok[len(tok)-1] {
+			blame = []int{w.i}
 			return invalid("the commit %d→%d with token %d would follow token %d", w.from, w.to, o.token, tok[len(tok)-1])
 		}
 		cur = append(cur, w.to)
@@ -180,6 +182,7 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		writer = append(writer, int32(w.i))
 	}
 	if e != len(okEdges) {
+		blame = []int{okEdges[e].i}
 		return invalid("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)
 	}
 	m := len(cur) - 1
@@ -196,10 +199,23 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	// block after Sm could explain a stale-token rejection of a token above km). A
 	// placement without such blocks is still a linearization (the unknown commits off
 	// the chain go last, unobserved), so Valid stands; but a failure to place proves
-	// nothing then: Invalid becomes Unknown.
+	// nothing then: Invalid becomes Unknown. Such blocks start after every load of
+	// block m was invoked, so they matter only to a rejection that returned after
+	// that (none when the final store read, invoked after every event, is in block m).
 	k := sort.Search(len(unkEdges), func(k int) bool { return unkEdges[k].from >= cur[m] })
 	for ; k < len(unkEdges) && unkEdges[k].from == cur[m]; k++ {
-		extensible = extensible || ops[unkEdges[k].i].token >= tok[m]
+		if ops[unkEdges[k].i].token >= tok[m] {
+			lastCall := int64(math.MinInt64)
+			for i := range ops {
+				if o := &ops[i]; !o.commit && o.a == cur[m] {
+					lastCall = max(lastCall, o.call)
+				}
+			}
+			extensible = slices.ContainsFunc(ops, func(o linOp) bool {
+				return o.commit && (o.out == outStale || o.out == outConflict) && o.ret >= lastCall
+			})
+			break
+		}
 	}
 	// 2. Bounds on p1..pm (index 0 and m+1 are the fixed ends).
 	lo := make([]int64, m+2)
@@ -207,19 +223,20 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	for i := range lo {
 		lo[i], hi[i] = math.MinInt64, math.MaxInt64
 	}
-	lower := func(i int, v int64) {
-		if i >= 1 && i <= m {
-			lo[i] = max(lo[i], v)
+	loBy, hiBy := make([]int32, m+2), make([]int32, m+2) // the operation behind each bound
+	lower := func(i int, v int64, by int) {
+		if i >= 1 && i <= m && v > lo[i] {
+			lo[i], loBy[i] = v, int32(by)
 		}
 	}
-	upper := func(i int, v int64) {
-		if i >= 1 && i <= m {
-			hi[i] = min(hi[i], v)
+	upper := func(i int, v int64, by int) {
+		if i >= 1 && i <= m && v < hi[i] {
+			hi[i], hiBy[i] = v, int32(by)
 		}
 	}
 	for i := 1; i <= m; i++ {
-		lower(i, ops[writer[i]].call)
-		upper(i, ops[writer[i]].ret)
+		lower(i, ops[writer[i]].call, int(writer[i]))
+		upper(i, ops[writer[i]].ret, int(writer[i]))
 	}
 	type disj struct{ x, j, q int }
 	var open []disj
@@ -229,32 +246,38 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 		case !o.commit:
 			b := block(o.a)
 			if b < 0 || tok[b] != o.b {
+				// Blocks past Sm would not help: a load's cursor is a required one.
+				extensible = false
+				blame = []int{i}
 				return invalid("a load returned cursor=%d token=%d, a state no chain of commits reaches", o.a, o.b)
 			}
-			upper(b, o.ret)
-			lower(b+1, o.call)
+			upper(b, o.ret, i)
+			lower(b+1, o.call, i)
 		case o.out == outStale:
 			s := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token })
 			if s == len(tok) {
+				blame = []int{i}
 				return invalid("a commit with token %d was rejected as stale, but no accepted token exceeds it", o.token)
 			}
-			upper(s, o.ret)
+			upper(s, o.ret, i)
 		case o.out == outConflict:
 			q := sort.Search(len(tok), func(k int) bool { return tok[k] > o.token }) - 1
 			if q < 0 {
+				blame = []int{i}
 				return invalid("a commit with token %d was rejected for a cursor conflict, but its token was never fresh", o.token)
 			}
 			j := block(o.a)
 			switch {
 			case j < 0 || j > q:
-				lower(q+1, o.call)
+				lower(q+1, o.call, i)
 			case j == 0 && q == 0:
+				blame = []int{i}
 				return invalid("a commit %d→%d with token %d was rejected for a cursor conflict, but the cursor was %d whenever its token was fresh", o.a, o.b, o.token, o.a)
 			case j == 0:
-				upper(1, o.ret)
-				lower(q+1, o.call)
+				upper(1, o.ret, i)
+				lower(q+1, o.call, i)
 			case j == q:
-				lower(q, o.call)
+				lower(q, o.call, i)
 			default:
 				open = append(open, disj{i, j, q})
 			}
@@ -263,13 +286,19 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 
 	// 3. Feasibility, forcing disjunctions until none is decided.
 	var plo, phi []int64
+	var ploBy, phiBy []int32
 	propagate := func() (bool, int) {
 		plo, phi = slices.Clone(lo), slices.Clone(hi)
+		ploBy, phiBy = slices.Clone(loBy), slices.Clone(hiBy)
 		for i := 2; i <= m; i++ {
-			plo[i] = max(plo[i], plo[i-1])
+			if plo[i-1] > plo[i] {
+				plo[i], ploBy[i] = plo[i-1], ploBy[i-1]
+			}
 		}
 		for i := m - 1; i >= 1; i-- {
-			phi[i] = min(phi[i], phi[i+1])
+			if phi[i+1] < phi[i] {
+				phi[i], phiBy[i] = phi[i+1], phiBy[i+1]
+			}
 		}
 		for i := 1; i <= m; i++ {
 			if plo[i] > phi[i] {
@@ -280,14 +309,20 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 	}
 	for round := 0; ; round++ {
 		if round == 8 {
-			return Unknown, fmt.Sprintf("%d cursor-conflict rejections still open after %d rounds", len(open), round)
+			return Unknown, fmt.Sprintf("%d cursor-conflict rejections still open after %d rounds", len(open), round), blame
 		}
 		ok, at := propagate()
 		if !ok {
-			return invalid("the commit %d→%d (token %d) cannot be placed between the operations that must precede and follow it", cur[at-1], cur[at], tok[at])
+			// One operation must come after the commit that made state at, another
+			// before it, and the second returned before the first was invoked.
+			blame = []int{int(phiBy[at]), int(ploBy[at])}
+			if blame[0] == blame[1] {
+				blame = blame[:1]
+			}
+			return invalid("these operations cannot be ordered along the chain of cursors around the commit %d→%d (token %d)", cur[at-1], cur[at], tok[at])
 		}
 		if len(open) == 0 {
-			return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m)
+			return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m), blame
 		}
 		var still []disj
 		for _, d := range open {
@@ -296,14 +331,15 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 			canB := plo[d.j+1] <= o.ret && (d.q+1 > m || o.call <= phi[d.q+1])
 			switch {
 			case !canA && !canB:
+				blame = []int{d.x}
 				return invalid("a commit %d→%d with token %d was rejected for a cursor conflict, but its window meets no state where that holds", o.a, o.b, o.token)
 			case canA && canB:
 				still = append(still, d)
 			case canA:
-				lower(d.j, o.call)
+				lower(d.j, o.call, d.x)
 			default:
-				upper(d.j+1, o.ret)
-				lower(d.q+1, o.call)
+				upper(d.j+1, o.ret, d.x)
+				lower(d.q+1, o.call, d.x)
 			}
 		}
 		if len(still) == len(open) {
@@ -315,10 +351,10 @@ func decideChain(ops []linOp, init regState) (Verdict, string) {
 					o := &ops[d.x]
 					return !(o.call <= p[d.j] || (p[d.j+1] <= o.ret && (d.q+1 > m || o.call <= p[d.q+1])))
 				}) < 0 {
-					return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m)
+					return Valid, fmt.Sprintf("decided along the chain of %d applied commits", m), blame
 				}
 			}
-			return Unknown, fmt.Sprintf("%d cursor-conflict rejections fit two sets of states", len(still))
+			return Unknown, fmt.Sprintf("%d cursor-conflict rejections fit two sets of states", len(still)), blame
 		}
 		open = still
 	}

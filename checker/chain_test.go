@@ -45,7 +45,7 @@ func TestChainAgreesWithPorcupine(t *testing.T) {
 			coarsen(ops, 2+rng.Int64N(8))
 			coarse++
 		}
-		v, reason := decideChain(ops, init)
+		v, reason, _ := decideChain(ops, init)
 		if v == Unknown {
 			undecided++
 			why[reason[:min(len(reason), 40)]]++
@@ -167,7 +167,7 @@ func TestChainAgreesWithPorcupineRegister(t *testing.T) {
 	why := map[string]int{}
 	for i := range n {
 		ops, init := registerHistory(rng, 5+rng.IntN(26))
-		v, reason := decideChain(ops, init)
+		v, reason, _ := decideChain(ops, init)
 		if v == Unknown {
 			undecided++
 			why[reason[:min(len(reason), 40)]]++

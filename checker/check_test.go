@@ -233,7 +233,7 @@ func TestSimulatedRunsAgreeWithUncut(t *testing.T) {
 		}
 		t.Logf("%s: %s (%d pieces, decided by the chain: %d, %v; uncut %v)", name, c.Verdict, c.Stats["pieces"], c.Stats["decided_by_chain"], res.Duration.Round(time.Millisecond), uncut.Round(time.Millisecond))
 		// The chain decision alone, on the same operations, where it decides.
-		if v, why := decideChain(linOps(p), regState{}); v != Unknown && v != want {
+		if v, why, _ := decideChain(linOps(p), regState{}); v != Unknown && v != want {
 			t.Errorf("%s: uncut porcupine %s, chain decision %s: %s", name, whole, v, why)
 		}
 	}

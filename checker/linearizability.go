@@ -420,14 +420,18 @@ func checkLinearizable(ctx context.Context, ops []linOp, init regState, opts Opt
 }
 
 // linearizability runs the linearizability check and explains its result.
-func linearizability(ctx context.Context, p *parsed, opts Options) CheckResult {
-	cr := CheckResult{Name: CheckLinearizability}
+func linearizability(ctx context.Context, p *parsed, opts Options) (cr CheckResult) {
+	cr = CheckResult{Name: CheckLinearizability}
 	ops := linOps(p)
 	init := regState{cursor: opts.InitialCursor, token: opts.InitialToken}
 	// The chain decision first (chain.go): near-linear, and decisive wherever its
 	// argument applies. Porcupine, on pieces, decides what it leaves open, and explains
 	// a violation (the operations that cannot be ordered, and the visualization).
-	chain, why := decideChain(ops, init)
+	chain, why, blame := decideChain(ops, init)
+	blamed := make([]linOp, len(blame)) // copied: checkLinearizable reorders ops
+	for k, i := range blame {
+		blamed[k] = ops[i]
+	}
 	if chain == Valid && !opts.CrossCheck {
 		cr.Verdict = Valid
 		cr.Stats = map[string]int64{
@@ -456,6 +460,12 @@ func linearizability(ctx context.Context, p *parsed, opts Options) CheckResult {
 			cr.Message = fmt.Sprintf("not linearizable: %s (porcupine's verdict on the pieces: %s). %s", why, lr.verdict, cr.Message)
 			cr.Offending = nil
 			cr.FirstViolation = p.runEnd()
+			for k := range blamed {
+				cr.Offending = append(cr.Offending, "cannot be linearized: "+p.describeLin(&blamed[k]))
+				if l := &blamed[k]; l.ret != never {
+					cr.FirstViolation = min(cr.FirstViolation, l.ret)
+				}
+			}
 		case chain == Valid && lr.verdict == Invalid:
 			cr.Message += " (the chain decision found it linearizable: the two disagree)"
 		}
