@@ -10,4 +10,4 @@ FROM scratch
 COPY rootfs/ /
 WORKDIR /data
 ENTRYPOINT ["/redis-server"]
-CMD ["--protected-mode", "no", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+CMD ["--protected-mode", "no", "--save", "", "--appendonly", "yes", "--appendfsync", "always"]
