@@ -70,9 +70,19 @@ type Config struct {
 	// attributes). Default: discard.
 	Logger *slog.Logger
 
-	// Metrics receives the election's Prometheus metrics (see NewMetrics).
-	// Default: nil, no metrics.
-	Metrics *Metrics
+	// Metrics receives the elector's measurements (see NewPrometheusMetrics).
+	// Default: NopMetrics, no metrics.
+	Metrics Metrics
+
+	// OnNewLeader, if set, is called with the lock holder (instance and token) each time
+	// this elector observes one different from the last it observed: when it wins or
+	// adopts a term (itself), and when an acquire attempt finds another instance holding
+	// the lease. A standby attempts on a release notice, when the holder's PTTL runs out,
+	// or after RetryInterval, whichever comes first, so it observes a new leader within
+	// RetryInterval of the change. It is called from Run's goroutine, never concurrently
+	// with itself and never after Run returns; it must return quickly (the elector waits
+	// for it, on the lease's critical path). Default: nil, not called.
+	OnNewLeader func(instance string, token int64)
 
 	// Recorder is told about every request before it is sent and about its outcome, and
 	// about every local step-down (see Recorder). Default: records nothing.
@@ -107,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Recorder == nil {
 		c.Recorder = nopRecorder{}
+	}
+	if c.Metrics == nil {
+		c.Metrics = NopMetrics{}
 	}
 	return c
 }

@@ -40,7 +40,7 @@ func TestConfigValidation(t *testing.T) {
 		{"negative timeout", Config{InstanceID: "a", RequestTimeout: -ms}, "RequestTimeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // New sends nothing
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // New sends nothing
 			defer c.Close()
 			e, err := New(c, tc.cfg)
 			if tc.field == "" {
@@ -68,7 +68,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.DriftMargin != want.DriftMargin || c.RetryInterval != want.RetryInterval || c.RequestTimeout != want.RequestTimeout {
 		t.Errorf("defaults = %+v, want %+v", c, want)
 	}
-	if c.Clock == nil || c.Logger == nil || c.Recorder == nil || c.Metrics != nil {
+	if c.Clock == nil || c.Logger == nil || c.Recorder == nil || c.Metrics != (NopMetrics{}) {
 		t.Errorf("defaults: clock %v logger %v recorder %v metrics %v", c.Clock, c.Logger, c.Recorder, c.Metrics)
 	}
 	if _, err := New(nil, Config{InstanceID: "a"}); !errors.Is(err, ErrInvalidConfig) {
@@ -179,8 +179,8 @@ func TestMetrics(t *testing.T) {
 		if v := gather(t, reg, "fenceline_election_leadership_lost_total", "lease-expired"); v != 0 {
 			t.Errorf("lost{lease-expired} = %v, want 0", v)
 		}
-		var nilMetrics *Metrics
-		nilMetrics.FencingRejected() // the no-op default
+		var nilMetrics *PrometheusMetrics
+		nilMetrics.FencingRejected() // records nothing, does not panic
 	})
 }
 

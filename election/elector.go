@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,20 @@ type Elector struct {
 	log     *slog.Logger
 	running atomic.Bool
 
-	mu     sync.Mutex
-	status Status
+	// What the elector knows of the token counter, used only by Run's goroutine: floor is
+	// the highest token it has seen issued (in a lock it read, or one it won), and
+	// floorKnown says that some answer has told it one since it was created.
+	floor      int64
+	floorKnown bool
+	adopting   int64 // the token of an adoption whose outcome is unknown, else 0
+
+	// The holder OnNewLeader was last called with (Run's goroutine only).
+	lastLeader      string
+	lastLeaderToken int64
+
+	mu       sync.Mutex
+	status   Status
+	deadline time.Time // the local lease deadline while status.Role is RoleLeader
 }
 
 // New returns an Elector for the election cfg.Name on client. It sends nothing: Run does.
@@ -32,13 +45,19 @@ type Elector struct {
 //
 // The client's commands must not be retried: build it with MaxRetries: -1 (as
 // ClientOptions does). A retried acquire may issue a token that no history records, and a
-// retried renew or release may land after the elector has recorded its outcome. Use
+// retried renew or release may land after the elector has recorded its outcome. New
+// refuses a *redis.Client, *redis.ClusterClient or *redis.Ring that retries, with a
+// *ConfigError on "client" that wraps ErrInvalidConfig and ErrRetryingClient. Use
 // ContextTimeoutEnabled: true as well, so that RequestTimeout bounds each request on the
 // socket; otherwise a blackholed request lasts the client's ReadTimeout (the local lease
 // deadline still fires on time, but the next request waits for the stuck one).
 func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	if client == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil redis client"}
+	}
+	if n := retriesOf(client); n > 0 {
+		return nil, &ConfigError{Field: "client", Err: ErrRetryingClient, Reason: fmt.Sprintf(
+			"%v (MaxRetries %d after defaults); create it with MaxRetries: -1", ErrRetryingClient, n)}
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -65,6 +84,26 @@ func (e *Elector) Status() Status {
 	return e.status
 }
 
+// Check reports whether the elector is healthy in the sense of client-go's leader-election
+// health check: it returns an error wrapping ErrLeaseOverdue if the elector believes it
+// leads but its local lease deadline passed more than maxTolerable ago (measured on
+// Config.Clock) — a leader whose term should have ended and did not, because Run's
+// goroutine is stuck (a Recorder, Metrics or OnNewLeader that blocks, a starved process).
+// A follower, or a leader within its lease, is healthy: Check returns nil. It does not
+// block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
+func (e *Elector) Check(maxTolerable time.Duration) error {
+	e.mu.Lock()
+	role, token, deadline := e.status.Role, e.status.Token, e.deadline
+	e.mu.Unlock()
+	if role != RoleLeader {
+		return nil
+	}
+	if over := e.cfg.Clock.Now().Sub(deadline); over > maxTolerable {
+		return fmt.Errorf("%w: term %d still led %v after its deadline (tolerated %v)", ErrLeaseOverdue, token, over, maxTolerable)
+	}
+	return nil
+}
+
 // Run campaigns until ctx is done, then returns nil. It blocks. Only one Run of an Elector
 // may be active at a time (ErrRunning otherwise); it may be called again after it returns.
 //
@@ -80,10 +119,24 @@ func (e *Elector) Status() Status {
 // renewal in flight before it sends anything else. Then, if ctx is done (or lead returned),
 // it releases the lease with a fresh deadline of RequestTimeout, detached from ctx.
 //
-// While another instance holds the lease — including an earlier term of this instance,
-// left by a restart or by an acquire whose reply was lost — Run waits for a release
-// notice, for the lease's remaining PTTL, or for RetryInterval, whichever comes first.
-// A failed acquire is never re-sent within the same attempt.
+// While another instance holds the lease, Run waits for a release notice, for the lease's
+// remaining PTTL, or for RetryInterval, whichever comes first. A failed acquire is never
+// re-sent within the same attempt: its outcome is unknown, and the next attempt is a new
+// request, RetryInterval later.
+//
+// A reply can be lost although the request ran (a timeout while Redis was stopped, a
+// reset connection): an acquire may then have taken the lock, a renewal may have extended
+// it. When an attempt finds the lock holding this instance's own value "<instance>:<t>",
+// Run resolves it at once instead of waiting for it to expire:
+//
+//   - if t is greater than every token this elector has seen issued, it can only come from
+//     one of its own acquires whose reply was lost: Run adopts that term. It sends a
+//     compare-and-PEXPIRE of the value (recorded as an acquire with token t, see Recorder);
+//     if Redis confirms, the term starts with token t, and Term.Start is that request's
+//     send time.
+//   - otherwise it is a lease no term uses (a term of this elector that ended after a
+//     lost renewal or release, or an earlier process of this instance): Run releases it,
+//     which also wakes the standbys, and campaigns again at once.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term)) error {
 	if lead == nil {
 		return errors.New("election: Run: nil lead func")
@@ -114,13 +167,20 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 	cancel()
 	switch {
 	case err != nil:
-		// No retry: a lost reply may have issued a token. If it did, that lease expires
-		// unrenewed and the next attempts see it as held.
+		// No retry: a lost reply may have issued a token. If it did, the next attempt
+		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
 		e.log.Warn("acquire-failed", slog.Any("error", err))
 		return e.cfg.RetryInterval, sub.C()
 	case !r.won:
 		complete(Result{Outcome: Fail, Err: ErrLeaseHeld})
+		inst, token, perr := ParseLockValue(r.holder)
+		if perr == nil && inst == e.cfg.InstanceID {
+			return e.recover(ctx, lead, sub, token)
+		}
+		if perr == nil {
+			e.learn(token)
+		}
 		e.observe(r.holder)
 		wait := e.cfg.RetryInterval
 		if r.pttl >= 0 && r.pttl+pttlMargin < wait {
@@ -129,11 +189,62 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		return wait, sub.C()
 	}
 	complete(Result{Outcome: OK, Token: r.token})
-	term := Term{Token: r.token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}
+	e.learn(r.token)
+	return e.lead(ctx, Term{Token: r.token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
+}
+
+// lead leads term to its end and returns how long to wait before the next attempt.
+func (e *Elector) lead(ctx context.Context, term Term, lead func(context.Context, Term)) (time.Duration, <-chan struct{}) {
 	if e.leadTerm(ctx, term, lead) == ReasonLeadReturned {
 		return e.cfg.RetryInterval, nil
 	}
 	return 0, nil
+}
+
+// learn notes that token was issued by the counter. A lock value of this instance with a
+// greater token can then only come from an acquire of this elector whose reply was lost.
+func (e *Elector) learn(token int64) {
+	e.floor = max(e.floor, token)
+	e.floorKnown = true
+}
+
+// recover deals with a lock found holding this instance's own value with token: it adopts
+// the term if an acquire of this elector whose reply was lost took it, and releases the
+// lease otherwise (see Run). It returns how long to wait before the next attempt.
+func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term), sub subscription, token int64) (time.Duration, <-chan struct{}) {
+	value := LockValue(e.cfg.InstanceID, token)
+	ours := (e.floorKnown && token > e.floor) || token == e.adopting
+	e.learn(token)
+	e.adopting = 0
+	if !ours {
+		if e.release(ctx, token, value, "unused-own-lease") {
+			e.cfg.Metrics.Recovered(RecoveryReleased)
+			return 0, nil // the lease is free: campaign again at once
+		}
+		return e.cfg.RetryInterval, sub.C()
+	}
+	// Adopt: extend the lock if it still holds value. Redis runs the request after it was
+	// sent, so the lease lasts at least LeaseTTL from the send time, as for an acquire.
+	sent := e.cfg.Clock.Now()
+	complete := e.cfg.Recorder.Invoke(OpAcquire, token)
+	rctx, cancel := e.requestContext(ctx)
+	ok, err := e.store.renew(rctx, value, e.cfg.LeaseTTL)
+	cancel()
+	switch {
+	case err != nil:
+		complete(Result{Outcome: Unknown, Token: token, Err: err})
+		e.log.Warn("acquire-failed", slog.Int64("token", token), slog.Any("error", err))
+		e.adopting = token // still ours to adopt if the next attempt finds it
+		return e.cfg.RetryInterval, sub.C()
+	case !ok:
+		// It expired (or was released) since the attempt read it: campaign again at once.
+		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
+		return 0, nil
+	}
+	complete(Result{Outcome: OK, Token: token})
+	e.cfg.Metrics.Recovered(RecoveryAdopted)
+	e.log.Info("adopted", slog.Int64("token", token))
+	return e.lead(ctx, Term{Token: token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
 }
 
 // sleep waits for d, a notice or ctx, whichever comes first.
@@ -172,9 +283,13 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	e.setStatus(Status{Role: RoleLeader, Token: term.Token, Leader: term.Instance, LeaderToken: term.Token})
-	cfg.Metrics.becameLeader(term.Token)
+	e.mu.Lock()
+	e.status = Status{Role: RoleLeader, Token: term.Token, Leader: term.Instance, LeaderToken: term.Token}
+	e.deadline = deadline
+	e.mu.Unlock()
+	cfg.Metrics.BecameLeader(term.Token)
 	e.log.Info("became-leader", slog.Int64("token", term.Token))
+	e.newLeader(term.Instance, term.Token)
 
 	var (
 		reason   Reason
@@ -223,7 +338,7 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 				now := cfg.Clock.Now()
 				switch {
 				case r.err != nil:
-					cfg.Metrics.renewFailed()
+					cfg.Metrics.RenewFailed()
 					e.log.Warn("renew-failed", slog.Int64("token", term.Token), slog.Any("error", r.err))
 				case !r.ok:
 					reason = ReasonRenewRejected
@@ -235,6 +350,9 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 				default:
 					deadline = r.sent.Add(cfg.LeaseTTL - cfg.DriftMargin)
 					deadlineT.Reset(deadline.Sub(cfg.Clock.Now()))
+					e.mu.Lock()
+					e.deadline = deadline
+					e.mu.Unlock()
 				}
 				// One renewal in flight at a time; the next is due RenewInterval after
 				// this one was sent (at once if that has passed).
@@ -261,7 +379,7 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 		<-renewing // bounded by RequestTimeout if the client honours deadlines
 	}
 	if reason == ReasonShutdown || reason == ReasonLeadReturned {
-		e.release(ctx, term, value)
+		e.release(ctx, term.Token, value, "")
 	}
 	return reason
 }
@@ -281,10 +399,10 @@ func (e *Elector) startRenew(ctx context.Context, term Term, value string) chan 
 		case err != nil:
 			complete(Result{Outcome: Unknown, Token: term.Token, Err: err})
 		case ok:
-			e.cfg.Metrics.renewed(time.Since(start))
+			e.cfg.Metrics.RenewAnswered(time.Since(start))
 			complete(Result{Outcome: OK, Token: term.Token})
 		default:
-			e.cfg.Metrics.renewed(time.Since(start))
+			e.cfg.Metrics.RenewAnswered(time.Since(start))
 			complete(Result{Outcome: Fail, Token: term.Token, Err: ErrNotHeld})
 		}
 		ch <- renewResult{sent: sent, ok: ok, err: err}
@@ -292,30 +410,37 @@ func (e *Elector) startRenew(ctx context.Context, term Term, value string) chan 
 	return ch
 }
 
-// release deletes the lock if it still holds value and publishes the release notice.
-func (e *Elector) release(ctx context.Context, term Term, value string) {
-	complete := e.cfg.Recorder.Invoke(OpRelease, term.Token)
+// release deletes the lock if it still holds value (token's) and publishes the release
+// notice. It reports whether Redis confirmed the release. why, if set, is logged as the
+// reason of a release that ends no term.
+func (e *Elector) release(ctx context.Context, token int64, value, why string) bool {
+	complete := e.cfg.Recorder.Invoke(OpRelease, token)
 	rctx, cancel := e.requestContext(ctx)
 	ok, err := e.store.release(rctx, value)
 	cancel()
+	attrs := []any{slog.Int64("token", token)}
+	if why != "" {
+		attrs = append(attrs, slog.String("reason", why))
+	}
 	switch {
 	case err != nil:
-		complete(Result{Outcome: Unknown, Token: term.Token, Err: err})
-		e.log.Warn("release-failed", slog.Int64("token", term.Token), slog.Any("error", err))
+		complete(Result{Outcome: Unknown, Token: token, Err: err})
+		e.log.Warn("release-failed", append(attrs, slog.Any("error", err))...)
 	case ok:
-		complete(Result{Outcome: OK, Token: term.Token})
-		e.log.Info("released", slog.Int64("token", term.Token))
+		complete(Result{Outcome: OK, Token: token})
+		e.log.Info("released", attrs...)
 	default:
-		complete(Result{Outcome: Fail, Token: term.Token, Err: ErrNotHeld})
-		e.log.Info("release-failed", slog.Int64("token", term.Token), slog.Any("error", ErrNotHeld))
+		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
+		e.log.Info("release-failed", append(attrs, slog.Any("error", ErrNotHeld))...)
 	}
+	return ok && err == nil
 }
 
 func (e *Elector) stepDown(term Term, reason Reason) {
 	e.mu.Lock()
 	e.status.Role, e.status.Token = RoleFollower, 0
 	e.mu.Unlock()
-	e.cfg.Metrics.lostLeadership(reason)
+	e.cfg.Metrics.LostLeadership(reason)
 	level := slog.LevelWarn
 	if reason == ReasonShutdown || reason == ReasonLeadReturned {
 		level = slog.LevelInfo
@@ -323,12 +448,6 @@ func (e *Elector) stepDown(term Term, reason Reason) {
 	e.log.Log(context.Background(), level, "lost-leadership",
 		slog.Int64("token", term.Token), slog.String("reason", string(reason)))
 	e.cfg.Recorder.StepDown(term.Token, reason)
-}
-
-func (e *Elector) setStatus(s Status) {
-	e.mu.Lock()
-	e.status = s
-	e.mu.Unlock()
 }
 
 // observe notes the lock holder an acquire attempt found.
@@ -340,4 +459,17 @@ func (e *Elector) observe(holder string) {
 	e.mu.Lock()
 	e.status.Leader, e.status.LeaderToken = inst, token
 	e.mu.Unlock()
+	if inst != "" {
+		e.newLeader(inst, token)
+	}
+}
+
+// newLeader calls OnNewLeader if (instance, token) differs from the last holder it was
+// called with. Only Run's goroutine calls it.
+func (e *Elector) newLeader(instance string, token int64) {
+	if e.cfg.OnNewLeader == nil || (instance == e.lastLeader && token == e.lastLeaderToken) {
+		return
+	}
+	e.lastLeader, e.lastLeaderToken = instance, token
+	e.cfg.OnNewLeader(instance, token)
 }

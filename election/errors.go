@@ -24,12 +24,21 @@ var (
 	ErrMalformedLock = errors.New("election: malformed lock value")
 	// ErrUnexpectedReply is returned when a script's reply does not have the expected shape.
 	ErrUnexpectedReply = errors.New("election: unexpected reply from redis")
+	// ErrRetryingClient is wrapped (with ErrInvalidConfig) by the *ConfigError that New
+	// returns for a go-redis client that re-sends commands (MaxRetries not -1). The
+	// listener's NewRedisStore refuses such a client with the same message.
+	ErrRetryingClient = errors.New("redis client retries commands")
+	// ErrLeaseOverdue is returned by Check when the elector believes it leads although its
+	// local lease deadline passed more than the tolerated time ago: a stuck leader.
+	ErrLeaseOverdue = errors.New("election: leader past its local lease deadline")
 )
 
-// ConfigError reports an invalid Config field. errors.Is(err, ErrInvalidConfig) holds.
+// ConfigError reports an invalid Config field. errors.Is(err, ErrInvalidConfig) holds, and
+// errors.Is(err, Err) when Err is set.
 type ConfigError struct {
 	Field  string // the offending field, e.g. "RenewInterval"
 	Reason string // what is wrong, with the values involved
+	Err    error  // a more specific sentinel (ErrRetryingClient), or nil
 }
 
 func (e *ConfigError) Error() string {
@@ -38,3 +47,6 @@ func (e *ConfigError) Error() string {
 
 // Unwrap returns ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Is reports whether target is e.Err, so that errors.Is finds the specific sentinel too.
+func (e *ConfigError) Is(target error) bool { return e.Err != nil && target == e.Err }

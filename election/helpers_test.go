@@ -38,6 +38,15 @@ type node struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	mu  sync.Mutex
+	led []began // every lead call, with the time it was made
+}
+
+// began is one lead call and when it was made.
+type began struct {
+	term election.Term
+	at   time.Time
 }
 
 // leaders counts the lead funcs running at once across nodes, and the most ever.
@@ -67,6 +76,9 @@ func startNode(tb testing.TB, c redis.UniversalClient, cfg election.Config, acti
 				}
 				defer active.now.Add(-1)
 			}
+			n.mu.Lock()
+			n.led = append(n.led, began{term: t, at: time.Now()})
+			n.mu.Unlock()
 			n.starts <- t
 			<-ctx.Done()
 			n.ends <- termEnd{term: t, cause: context.Cause(ctx), at: time.Now()}
@@ -105,6 +117,33 @@ func (n *node) end(tb testing.TB, d time.Duration) termEnd {
 	case <-time.After(d):
 		tb.Fatalf("%s's term did not end within %v", n.id, d)
 		return termEnd{}
+	}
+}
+
+// firstTermAbove waits up to d for a lead call with a token above token on any of nodes,
+// and returns the earliest such call.
+func firstTermAbove(tb testing.TB, d time.Duration, token int64, nodes ...*node) began {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var first began
+		for _, n := range nodes {
+			n.mu.Lock()
+			for _, b := range n.led {
+				if b.term.Token > token && (first.at.IsZero() || b.at.Before(first.at)) {
+					first = b
+				}
+			}
+			n.mu.Unlock()
+		}
+		if !first.at.IsZero() {
+			return first
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no term above token %d within %v", token, d)
+			return began{}
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -191,15 +230,17 @@ func (r *recorder) count(step string) int {
 }
 
 // proxy forwards TCP to a target and can blackhole: keep every connection open and drop
-// every byte, as a partition with no resets does.
+// every byte, as a partition with no resets does. It can also drop the replies only:
+// requests reach the target and run there, but their answers are lost.
 type proxy struct {
-	ln     net.Listener
-	target string
-	hole   atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
-	wg     sync.WaitGroup
+	ln      net.Listener
+	target  string
+	hole    atomic.Bool
+	noReply atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 func startProxy(tb testing.TB, target string) *proxy {
@@ -218,6 +259,9 @@ func startProxy(tb testing.TB, target string) *proxy {
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 func (p *proxy) blackhole(on bool) { p.hole.Store(on) }
+
+// dropReplies drops every byte from the target to the clients while on.
+func (p *proxy) dropReplies(on bool) { p.noReply.Store(on) }
 
 func (p *proxy) accept() {
 	defer p.wg.Done()
@@ -241,17 +285,17 @@ func (p *proxy) accept() {
 		p.conns = append(p.conns, c, u)
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(u, c)
-		go p.pipe(c, u)
+		go p.pipe(u, c, false)
+		go p.pipe(c, u, true)
 	}
 }
 
-func (p *proxy) pipe(dst io.Writer, src io.Reader) {
+func (p *proxy) pipe(dst io.Writer, src io.Reader, replies bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.hole.Load() {
+		if n > 0 && !p.hole.Load() && !(replies && p.noReply.Load()) {
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return
 			}

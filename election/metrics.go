@@ -1,73 +1,182 @@
 package election
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the election's Prometheus metrics. A nil *Metrics records nothing, so every
-// method is safe to call on the Config default. One Metrics serves one Elector; to run
-// several elections in one process, give each a registerer wrapped with a distinguishing
-// label (prometheus.WrapRegistererWith).
-type Metrics struct {
+// Metrics receives the elector's measurements (Config.Metrics). The elector calls it on
+// the lease's critical path: implementations must be safe for concurrent use and must not
+// block. NopMetrics discards everything; PrometheusMetrics exports it.
+type Metrics interface {
+	// BecameLeader is called when a term with token starts (won or adopted).
+	BecameLeader(token int64)
+	// LostLeadership is called when a term ends, with the reason.
+	LostLeadership(reason Reason)
+	// RenewAnswered is called after a renewal that Redis answered (extended or rejected),
+	// with its latency from send to reply in real time.
+	RenewAnswered(latency time.Duration)
+	// RenewFailed is called after a renewal that got no answer (timeout, connection error).
+	RenewFailed()
+	// Recovered is called when the elector found the lock holding one of its own values
+	// that no term of its uses (an acquire or renewal whose reply was lost, a term that
+	// ended, an earlier process of the instance) and adopted or released it.
+	Recovered(how Recovery)
+}
+
+// Recovery is what the elector did with a lock value of its own that no term used.
+type Recovery string
+
+// Recoveries.
+const (
+	// RecoveryAdopted: the lock held the token of an acquire of this elector whose reply
+	// was lost; the elector leads that term.
+	RecoveryAdopted Recovery = "adopted"
+	// RecoveryReleased: the lock held a value of this instance that no term uses; the
+	// elector released it (and published the release notice) so a new term can start.
+	RecoveryReleased Recovery = "released"
+)
+
+// NopMetrics discards every measurement. It is Config.Metrics's default.
+type NopMetrics struct{}
+
+func (NopMetrics) BecameLeader(int64)          {}
+func (NopMetrics) LostLeadership(Reason)       {}
+func (NopMetrics) RenewAnswered(time.Duration) {}
+func (NopMetrics) RenewFailed()                {}
+func (NopMetrics) Recovered(Recovery)          {}
+
+// PrometheusMetrics are the election's Prometheus metrics. A nil *PrometheusMetrics
+// records nothing.
+//
+//	fenceline_election_token                      gauge    fencing token of this instance's term, 0 when not leader
+//	fenceline_election_is_leader                  gauge    1 while this instance leads
+//	fenceline_election_won_total                  counter  terms started (won or adopted)
+//	fenceline_election_leadership_lost_total      counter  terms ended, by reason
+//	fenceline_election_renew_duration_seconds     histogram renewals answered by Redis (ok or rejected), send to reply
+//	fenceline_election_renew_failures_total       counter  renewals without an answer (timeout, connection error)
+//	fenceline_election_recovered_total            counter  own lock values adopted or released, by how
+//	fenceline_election_fencing_rejected_total     counter  writes the store rejected as stale (see FencingRejected)
+type PrometheusMetrics struct {
 	token           prometheus.Gauge
 	isLeader        prometheus.Gauge
 	won             prometheus.Counter
 	lost            *prometheus.CounterVec
 	renewLatency    prometheus.Histogram
 	renewFailures   prometheus.Counter
+	recovered       *prometheus.CounterVec
 	fencingRejected prometheus.Counter
 }
 
-// NewMetrics creates the election metrics and registers them with reg (not registered if
-// reg is nil). Registering twice with one registry is a programmer error and panics, as
-// prometheus.MustRegister does.
+var _ Metrics = (*PrometheusMetrics)(nil)
+
+// NewPrometheusMetrics creates the election metrics with the constant labels labels (may
+// be nil) and registers them with reg (not registered if reg is nil; never a global
+// registry unless the caller passes one).
 //
-//	fenceline_election_token                      gauge    fencing token of this instance's term, 0 when not leader
-//	fenceline_election_is_leader                  gauge    1 while this instance leads
-//	fenceline_election_won_total                  counter  elections won
-//	fenceline_election_leadership_lost_total      counter  terms ended, by reason
-//	fenceline_election_renew_duration_seconds     histogram renewals answered by Redis (ok or rejected), send to reply
-//	fenceline_election_renew_failures_total       counter  renewals without an answer (timeout, connection error)
-//	fenceline_election_fencing_rejected_total     counter  writes the store rejected as stale (see FencingRejected)
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// Several electors in one process can each have their own series on one registry: give
+// each distinct labels, e.g. prometheus.Labels{"election": name}. Creating metrics twice
+// with the same labels on one registry is not an error: the second shares the first's
+// collectors (so two electors of one election in one process share a gauge). Any other
+// registration conflict (another collector of the same name with a different help or
+// label set) is returned as an error.
+func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (*PrometheusMetrics, error) {
 	const ns, sub = "fenceline", "election"
-	m := &Metrics{
-		token: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "token",
+	m := &PrometheusMetrics{
+		token: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "token", ConstLabels: labels,
 			Help: "Fencing token of this instance's current term; 0 when not leader."}),
-		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "is_leader",
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "is_leader", ConstLabels: labels,
 			Help: "1 while this instance leads, else 0."}),
-		won: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "won_total",
-			Help: "Elections won (terms started)."}),
-		lost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "leadership_lost_total",
+		won: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "won_total", ConstLabels: labels,
+			Help: "Terms started (elections won, and terms adopted after a lost acquire reply)."}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "leadership_lost_total", ConstLabels: labels,
 			Help: "Terms ended, by reason."}, []string{"reason"}),
-		renewLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "renew_duration_seconds",
+		renewLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "renew_duration_seconds", ConstLabels: labels,
 			Help:    "Latency of lease renewals that Redis answered, from send to reply.",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14)}), // 0.25ms .. 2s
-		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "renew_failures_total",
+		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "renew_failures_total", ConstLabels: labels,
 			Help: "Lease renewals that got no answer (timeout, connection error)."}),
-		fencingRejected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fencing_rejected_total",
+		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: labels,
+			Help: "Lock values of this instance that no term used, adopted (a lost acquire reply) or released."}, []string{"how"}),
+		fencingRejected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fencing_rejected_total", ConstLabels: labels,
 			Help: "Writes rejected by the store because their fencing token was stale."}),
 	}
-	for _, r := range []Reason{ReasonLeaseExpired, ReasonRenewRejected, ReasonShutdown, ReasonLeadReturned} {
-		m.lost.WithLabelValues(string(r)) // export every reason from the start, at 0
+	if reg == nil {
+		m.export()
+		return m, nil
 	}
-	if reg != nil {
-		reg.MustRegister(m.token, m.isLeader, m.won, m.lost, m.renewLatency, m.renewFailures, m.fencingRejected)
+	var err error
+	register := func(c prometheus.Collector) prometheus.Collector {
+		if err != nil {
+			return c
+		}
+		rerr := reg.Register(c)
+		var are prometheus.AlreadyRegisteredError
+		switch {
+		case rerr == nil:
+			return c
+		case errors.As(rerr, &are):
+			return are.ExistingCollector
+		}
+		err = rerr
+		return c
+	}
+	// An existing collector of the same descriptor was registered by this function, so it
+	// has the same type; the checked assertions guard against a foreign one.
+	var ok [8]bool
+	m.token, ok[0] = register(m.token).(prometheus.Gauge)
+	m.isLeader, ok[1] = register(m.isLeader).(prometheus.Gauge)
+	m.won, ok[2] = register(m.won).(prometheus.Counter)
+	m.lost, ok[3] = register(m.lost).(*prometheus.CounterVec)
+	m.renewLatency, ok[4] = register(m.renewLatency).(prometheus.Histogram)
+	m.renewFailures, ok[5] = register(m.renewFailures).(prometheus.Counter)
+	m.recovered, ok[6] = register(m.recovered).(*prometheus.CounterVec)
+	m.fencingRejected, ok[7] = register(m.fencingRejected).(prometheus.Counter)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range ok {
+		if !o {
+			return nil, errors.New("election: a collector of another type is registered under an election metric's name")
+		}
+	}
+	m.export()
+	return m, nil
+}
+
+// export creates every labelled series at 0, so that they are exported from the start.
+func (m *PrometheusMetrics) export() {
+	for _, r := range []Reason{ReasonLeaseExpired, ReasonRenewRejected, ReasonShutdown, ReasonLeadReturned} {
+		m.lost.WithLabelValues(string(r))
+	}
+	for _, r := range []Recovery{RecoveryAdopted, RecoveryReleased} {
+		m.recovered.WithLabelValues(string(r))
+	}
+}
+
+// NewMetrics is NewPrometheusMetrics(reg, nil) for callers that cannot handle an error:
+// it panics only on a registration conflict with a foreign collector. Calling it twice
+// with one registry does not panic; the two share their collectors.
+func NewMetrics(reg prometheus.Registerer) *PrometheusMetrics {
+	m, err := NewPrometheusMetrics(reg, nil)
+	if err != nil {
+		panic(err)
 	}
 	return m
 }
 
 // FencingRejected counts one write that the store rejected because its token was stale.
 // The elector cannot see the store: the caller that owns the fenced write calls this.
-func (m *Metrics) FencingRejected() {
+func (m *PrometheusMetrics) FencingRejected() {
 	if m != nil {
 		m.fencingRejected.Inc()
 	}
 }
 
-func (m *Metrics) becameLeader(token int64) {
+// BecameLeader implements Metrics.
+func (m *PrometheusMetrics) BecameLeader(token int64) {
 	if m != nil {
 		m.won.Inc()
 		m.isLeader.Set(1)
@@ -75,7 +184,8 @@ func (m *Metrics) becameLeader(token int64) {
 	}
 }
 
-func (m *Metrics) lostLeadership(r Reason) {
+// LostLeadership implements Metrics.
+func (m *PrometheusMetrics) LostLeadership(r Reason) {
 	if m != nil {
 		m.isLeader.Set(0)
 		m.token.Set(0)
@@ -83,14 +193,23 @@ func (m *Metrics) lostLeadership(r Reason) {
 	}
 }
 
-func (m *Metrics) renewed(d time.Duration) {
+// RenewAnswered implements Metrics.
+func (m *PrometheusMetrics) RenewAnswered(d time.Duration) {
 	if m != nil {
 		m.renewLatency.Observe(d.Seconds())
 	}
 }
 
-func (m *Metrics) renewFailed() {
+// RenewFailed implements Metrics.
+func (m *PrometheusMetrics) RenewFailed() {
 	if m != nil {
 		m.renewFailures.Inc()
+	}
+}
+
+// Recovered implements Metrics.
+func (m *PrometheusMetrics) Recovered(how Recovery) {
+	if m != nil {
+		m.recovered.WithLabelValues(string(how)).Inc()
 	}
 }

@@ -5,7 +5,11 @@ type Op string
 
 // Requests. The history kinds of the same names map one to one.
 const (
-	OpAcquire Op = "acquire" // SET NX PX + INCR of the token counter
+	// OpAcquire: SET NX PX + INCR of the token counter. An acquire invoked with a token
+	// (not 0) is an adoption: the lock was found holding this instance's value with that
+	// token, taken by an earlier acquire whose reply was lost, and the request is a
+	// compare-and-PEXPIRE of that value. OK means the term with that token starts.
+	OpAcquire Op = "acquire"
 	OpRenew   Op = "renew"   // compare-and-PEXPIRE
 	OpRelease Op = "release" // compare-and-DEL + PUBLISH
 )
@@ -19,7 +23,7 @@ const (
 	// release deleted the lock and published the notice).
 	OK Outcome = "ok"
 	// Fail: it certainly did not happen. Result.Err is ErrLeaseHeld (acquire) or
-	// ErrNotHeld (renew, release): Redis answered and the lock was not ours.
+	// ErrNotHeld (renew, release, adoption): Redis answered and the lock was not ours.
 	Fail Outcome = "fail"
 	// Unknown: no answer (timeout, connection error, or an error reply). It may have
 	// happened: a lost acquire reply may have issued a token. Result.Err says why.
@@ -29,8 +33,9 @@ const (
 // Result is the outcome of a recorded request.
 type Result struct {
 	Outcome Outcome
-	// Token is the token obtained by an OK acquire (0 otherwise), and the term's token for
-	// renew and release.
+	// Token is the token obtained by an OK acquire (0 for the other outcomes of an
+	// acquire), the adopted token for every outcome of an adoption, and the term's token
+	// for renew and release.
 	Token int64
 	// Err is nil for OK, ErrLeaseHeld or ErrNotHeld for Fail, the cause for Unknown.
 	Err error
@@ -66,9 +71,16 @@ const (
 // In fenceline's history format an Invoke is an invoke event of the op's kind, OK an ok
 // event (with the acquired token), Fail a fail event with error "not-held", Unknown an
 // info event, and StepDown a step-down event (type info, no invoke) with the reason.
+//
+// A lost reply is resolved by later requests, not by amending the unknown one: when a
+// lost acquire took the lock, the history shows that acquire as unknown, then an attempt
+// that failed (the lease is held, by this instance), then an adoption: an acquire invoked
+// with the token, OK with the token. The token is acquired OK exactly once. A lock value
+// of this instance that no term uses is deleted by a release of its token.
 type Recorder interface {
-	// Invoke is called before op is sent. token is 0 for acquire and the term's token for
-	// renew and release.
+	// Invoke is called before op is sent. token is 0 for acquire (the token to adopt for
+	// an adoption, see OpAcquire) and the term's token for renew and release (for a
+	// release that ends no term, the token of the lock value it deletes).
 	Invoke(op Op, token int64) (complete func(Result))
 	// StepDown records that the term with token ended for reason.
 	StepDown(token int64, reason Reason)
