@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -29,16 +31,35 @@ func (p *parsed) runEnd() int64 {
 func terms(p *parsed) []Term {
 	type marker struct {
 		time   int64
-		token  int64 // 0: any term of the node
+		token  int64 // 0: any term of the node; -1: the node's next acquire
 		reason string
+		seq    int // the order markers were found in: the first of equal times wins
 	}
-	markers := map[int32][]marker{}
+	// A term ends at the earliest marker of its node at or after its start that is for
+	// any term (token <= 0) or for its token; an acquire at the very start is its own.
+	// Markers are sorted per node (and per node and token), so each term is found by
+	// binary search: O(n log n) however many terms a node has.
+	type key struct {
+		node  int32
+		token int64
+	}
+	generic := map[int32][]marker{}
+	specific := map[key][]marker{}
+	seq := 0
+	add := func(node int32, m marker) {
+		m.seq, seq = seq, seq+1
+		if m.token > 0 {
+			specific[key{node, m.token}] = append(specific[key{node, m.token}], m)
+		} else {
+			generic[node] = append(generic[node], m)
+		}
+	}
 	for _, s := range p.stepDowns {
 		r := "step-down"
 		if s.reason != "" {
 			r += ": " + s.reason
 		}
-		markers[s.node] = append(markers[s.node], marker{s.time, s.token, r})
+		add(s.node, marker{time: s.time, token: s.token, reason: r})
 	}
 	var acquires []elOp
 	lastLife := map[[2]int64]int64{} // (node, token) -> last renew ok
@@ -47,7 +68,7 @@ func terms(p *parsed) []Term {
 		case l.kind == history.KindAcquire && l.typ == history.OK:
 			acquires = append(acquires, l)
 		case l.kind == history.KindRelease:
-			markers[l.node] = append(markers[l.node], marker{l.call, l.token, "release"})
+			add(l.node, marker{time: l.call, token: l.token, reason: "release"})
 		case l.kind == history.KindRenew && l.typ == history.OK:
 			k := [2]int64{int64(l.node), l.token}
 			lastLife[k] = max(lastLife[k], l.ret)
@@ -55,33 +76,70 @@ func terms(p *parsed) []Term {
 	}
 	for _, f := range p.faults {
 		if i, ok := p.nodeIdx[f.node]; ok && !f.failed && isNodeDeath(f.kind) {
-			markers[i] = append(markers[i], marker{f.inject, 0, f.kind})
+			add(i, marker{time: f.inject, reason: f.kind})
 		}
 	}
 	for _, a := range acquires {
-		markers[a.node] = append(markers[a.node], marker{a.ret, -1, ""}) // next acquire; -1: never this term's
+		add(a.node, marker{time: a.ret, token: -1}) // next acquire; -1: never this term's
+	}
+	byTime := func(a, b marker) int { return cmp.Or(cmpInt(a.time, b.time), cmp.Compare(a.seq, b.seq)) }
+	// notAcq[n][i] is the first index >= i of generic[n] that is not an acquire.
+	notAcq := map[int32][]int32{}
+	for n, ms := range generic {
+		slices.SortFunc(ms, byTime)
+		na := make([]int32, len(ms)+1)
+		na[len(ms)] = int32(len(ms))
+		for i := len(ms) - 1; i >= 0; i-- {
+			na[i] = na[i+1]
+			if ms[i].token != -1 {
+				na[i] = int32(i)
+			}
+		}
+		notAcq[n] = na
+	}
+	for _, ms := range specific {
+		slices.SortFunc(ms, byTime)
+	}
+	first := func(ms []marker, t int64) int { // first index with time >= t
+		return sort.Search(len(ms), func(i int) bool { return ms[i].time >= t })
 	}
 	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
-	type key struct {
-		node  int32
-		token int64
-	}
 	idx := map[key]int{}
 	out := make([]Term, 0, len(acquires))
 	for _, a := range acquires {
 		t := Term{Node: p.nodes[a.node], Token: a.token, Start: a.ret, End: -1}
-		for _, m := range markers[a.node] {
-			if m.time < t.Start || (m.time == t.Start && m.token == -1) {
-				continue
+		var best *marker
+		consider := func(m *marker) {
+			if best == nil || byTime(*m, *best) < 0 {
+				best = m
 			}
-			if m.token > 0 && m.token != a.token {
-				continue
+		}
+		if ms := generic[a.node]; len(ms) > 0 {
+			i := first(ms, t.Start)
+			if i < len(ms) && ms[i].time == t.Start {
+				// An acquire at the very start is this term's own: the first other
+				// marker at that time, else the first after it.
+				if k := notAcq[a.node][i]; int(k) < len(ms) && ms[k].time == t.Start {
+					i = int(k)
+				} else {
+					i = first(ms, t.Start+1)
+				}
 			}
-			if m.token == -1 && m.time > t.Start {
-				m.reason = "next-acquire"
+			if i < len(ms) {
+				consider(&ms[i])
 			}
-			if t.End < 0 || m.time < t.End {
-				t.End, t.EndReason = m.time, m.reason
+		}
+		if a.token > 0 {
+			if ms := specific[key{a.node, a.token}]; len(ms) > 0 {
+				if i := first(ms, t.Start); i < len(ms) {
+					consider(&ms[i])
+				}
+			}
+		}
+		if best != nil {
+			t.End, t.EndReason = best.time, best.reason
+			if best.token == -1 {
+				t.EndReason = "next-acquire"
 			}
 		}
 		idx[key{a.node, a.token}] = len(out)
@@ -119,25 +177,59 @@ func terms(p *parsed) []Term {
 	return out
 }
 
-// overlaps finds the intervals in which terms of two different nodes both ran.
+// maxOverlaps bounds the overlaps listed: each is a pair of terms, and a crafted
+// history can make every pair overlap.
+const maxOverlaps = 1 << 20
+
+// overlaps finds the intervals in which terms of two different nodes both ran, in
+// order of start (then of the two terms' order in ts, which is by start). A sweep over
+// the terms in start order keeps, per node, the terms still running: O(n log n) plus
+// the overlaps found, at most maxOverlaps.
 func overlaps(ts []Term) []Overlap {
-	var out []Overlap
-	for i := range ts {
-		for j := i + 1; j < len(ts); j++ {
-			a, b := ts[i], ts[j]
-			if a.Node == b.Node {
-				continue
+	type pair struct{ a, b int }
+	var found []pair
+	active := map[string][]int{} // node -> indices of its terms that may still run
+	var nodes []string           // nodes with a non-empty active list
+	for j := range ts {
+		b := &ts[j]
+		if len(found) >= maxOverlaps {
+			break
+		}
+		keep := nodes[:0]
+		for _, n := range nodes {
+			list := active[n][:0]
+			for _, i := range active[n] {
+				if ts[i].End <= b.Start {
+					continue // ended: it overlaps no later term either
+				}
+				list = append(list, i)
+				if n != b.Node && min(ts[i].End, b.End) > b.Start {
+					found = append(found, pair{i, j})
+				}
 			}
-			if b.Start < a.Start {
-				a, b = b, a
-			}
-			s, e := max(a.Start, b.Start), min(a.End, b.End)
-			if e > s {
-				out = append(out, Overlap{NodeA: a.Node, TokenA: a.Token, NodeB: b.Node, TokenB: b.Token, Start: s, End: e, Duration: time.Duration(e - s)})
+			active[n] = list
+			if len(list) > 0 {
+				keep = append(keep, n)
 			}
 		}
+		nodes = keep
+		if b.End > b.Start {
+			if len(active[b.Node]) == 0 {
+				nodes = append(nodes, b.Node)
+			}
+			active[b.Node] = append(active[b.Node], j)
+		}
 	}
-	slices.SortStableFunc(out, func(a, b Overlap) int { return cmpInt(a.Start, b.Start) })
+	slices.SortFunc(found, func(x, y pair) int {
+		return cmp.Or(cmpInt(ts[x.b].Start, ts[y.b].Start), cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
+	})
+	found = found[:min(len(found), maxOverlaps)]
+	out := make([]Overlap, 0, len(found))
+	for _, pr := range found {
+		a, b := ts[pr.a], ts[pr.b]
+		s, e := b.Start, min(a.End, b.End)
+		out = append(out, Overlap{NodeA: a.Node, TokenA: a.Token, NodeB: b.Node, TokenB: b.Token, Start: s, End: e, Duration: time.Duration(e - s)})
+	}
 	return out
 }
 

@@ -1,0 +1,194 @@
+package checker
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// The quadratic terms and overlaps this package used before, kept as the reference.
+
+func termsQuadratic(p *parsed) []Term {
+	type marker struct {
+		time   int64
+		token  int64 // 0: any term of the node
+		reason string
+	}
+	markers := map[int32][]marker{}
+	for _, s := range p.stepDowns {
+		r := "step-down"
+		if s.reason != "" {
+			r += ": " + s.reason
+		}
+		markers[s.node] = append(markers[s.node], marker{s.time, s.token, r})
+	}
+	var acquires []elOp
+	lastLife := map[[2]int64]int64{} // (node, token) -> last renew ok
+	for _, l := range p.el {
+		switch {
+		case l.kind == history.KindAcquire && l.typ == history.OK:
+			acquires = append(acquires, l)
+		case l.kind == history.KindRelease:
+			markers[l.node] = append(markers[l.node], marker{l.call, l.token, "release"})
+		case l.kind == history.KindRenew && l.typ == history.OK:
+			k := [2]int64{int64(l.node), l.token}
+			lastLife[k] = max(lastLife[k], l.ret)
+		}
+	}
+	for _, f := range p.faults {
+		if i, ok := p.nodeIdx[f.node]; ok && !f.failed && isNodeDeath(f.kind) {
+			markers[i] = append(markers[i], marker{f.inject, 0, f.kind})
+		}
+	}
+	for _, a := range acquires {
+		markers[a.node] = append(markers[a.node], marker{a.ret, -1, ""}) // next acquire; -1: never this term's
+	}
+	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
+	type key struct {
+		node  int32
+		token int64
+	}
+	idx := map[key]int{}
+	out := make([]Term, 0, len(acquires))
+	for _, a := range acquires {
+		t := Term{Node: p.nodes[a.node], Token: a.token, Start: a.ret, End: -1}
+		for _, m := range markers[a.node] {
+			if m.time < t.Start || (m.time == t.Start && m.token == -1) {
+				continue
+			}
+			if m.token > 0 && m.token != a.token {
+				continue
+			}
+			if m.token == -1 && m.time > t.Start {
+				m.reason = "next-acquire"
+			}
+			if t.End < 0 || m.time < t.End {
+				t.End, t.EndReason = m.time, m.reason
+			}
+		}
+		idx[key{a.node, a.token}] = len(out)
+		out = append(out, t)
+	}
+	for i := range p.ops {
+		o := &p.ops[i]
+		if !acceptedCommit(o) || o.ret == never {
+			continue
+		}
+		j, ok := idx[key{o.node, o.token}]
+		if !ok {
+			continue
+		}
+		t := &out[j]
+		t.Commits++
+		if t.FirstCommit == 0 || o.ret < t.FirstCommit {
+			t.FirstCommit = o.ret
+		}
+		t.LastCommit = max(t.LastCommit, o.ret)
+	}
+	end, ttl := p.runEnd(), p.run.Info.LeaseTTL
+	for i := range out {
+		t := &out[i]
+		if t.End >= 0 {
+			continue
+		}
+		last := max(t.Start, t.LastCommit, lastLife[[2]int64{int64(p.nodeIdx[t.Node]), t.Token}])
+		if ttl <= 0 || time.Duration(end-last) <= ttl {
+			t.End, t.EndReason = max(end, last), "run-end"
+		} else {
+			t.End, t.EndReason = last, "last-activity"
+		}
+	}
+	return out
+}
+
+// overlaps finds the intervals in which terms of two different nodes both ran.
+func overlapsQuadratic(ts []Term) []Overlap {
+	var out []Overlap
+	for i := range ts {
+		for j := i + 1; j < len(ts); j++ {
+			a, b := ts[i], ts[j]
+			if a.Node == b.Node {
+				continue
+			}
+			if b.Start < a.Start {
+				a, b = b, a
+			}
+			s, e := max(a.Start, b.Start), min(a.End, b.End)
+			if e > s {
+				out = append(out, Overlap{NodeA: a.Node, TokenA: a.Token, NodeB: b.Node, TokenB: b.Token, Start: s, End: e, Duration: time.Duration(e - s)})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Overlap) int { return cmpInt(a.Start, b.Start) })
+	return out
+}
+
+// TestTermsAgreeWithQuadratic: terms and overlaps, now O(n log n), give exactly what
+// the quadratic versions gave, on simulated runs with every fault and on register runs
+// with thousands of terms.
+func TestTermsAgreeWithQuadratic(t *testing.T) {
+	runs := []*history.Run{
+		newSim(simConfig{Seed: 31, Ops: 3000, FaultEvery: 30, Faults: benchFaults}).run(),
+		newSim(simConfig{Seed: 32, Ops: 3000, FaultEvery: 20, NoFence: true, Faults: []string{"pause", "kill", "stop"}}).run(),
+		coarseRegisterRun(33, 6, 6000, 16*time.Millisecond),
+		coarseRegisterRun(34, 3, 3000, time.Microsecond),
+	}
+	for seed := range uint64(20) {
+		runs = append(runs, cleanRun(seed))
+	}
+	for i, run := range runs {
+		p, err := parse(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, got := termsQuadratic(p), terms(p)
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("run %d: terms differ", i)
+		}
+		if wo, go_ := overlapsQuadratic(want), overlaps(got); !reflect.DeepEqual(wo, go_) && !(len(wo) == 0 && len(go_) == 0) {
+			t.Fatalf("run %d: overlaps differ: %d and %d", i, len(wo), len(go_))
+		}
+	}
+	// Random terms: many nodes, equal starts, empty and nested terms.
+	rng := rand.New(rand.NewPCG(5, 5))
+	for range 3000 {
+		ts := make([]Term, rng.IntN(30))
+		for i := range ts {
+			s := rng.Int64N(40)
+			ts[i] = Term{Node: string(rune('a' + rng.IntN(4))), Token: int64(i), Start: s, End: s + rng.Int64N(20) - 3}
+		}
+		slices.SortStableFunc(ts, func(a, b Term) int { return cmpInt(a.Start, b.Start) })
+		if wo, go_ := overlapsQuadratic(ts), overlaps(ts); !reflect.DeepEqual(wo, go_) && !(len(wo) == 0 && len(go_) == 0) {
+			t.Fatalf("overlaps differ on %+v:\n%+v\n%+v", ts, wo, go_)
+		}
+	}
+}
+
+// TestManyTerms: two nodes with 100,000 terms each and all nodes' terms overlapping are
+// handled in bounded time.
+func TestManyTerms(t *testing.T) {
+	const base = int64(1_700_000_000_000_000_000)
+	var evs []history.Event
+	for i := range 200_000 {
+		n := []string{"n1", "n2"}[i%2]
+		tm := base + int64(i)*10
+		id := n + "/a/" + string(rune('a'+i%26)) + "/" + time.Duration(i).String()
+		evs = append(evs,
+			history.Event{ID: id, Type: history.Invoke, Kind: history.KindAcquire, Node: n, Time: tm},
+			history.Event{ID: id, Type: history.OK, Kind: history.KindAcquire, Node: n, Time: tm + 1, Token: int64(i + 1)})
+	}
+	run := &history.Run{Info: history.RunInfo{Start: base}, Events: evs}
+	t0 := time.Now()
+	res, err := checkWithin(t, 30*time.Second, run, Options{Checks: []string{CheckLeadershipOverlap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Terms) != 200_000 {
+		t.Errorf("%d terms", len(res.Terms))
+	}
+	t.Logf("%d terms, %d overlaps in %v", len(res.Terms), len(res.Overlaps), time.Since(t0).Round(time.Millisecond))
+}
