@@ -242,15 +242,23 @@ func overlapCheck(p *parsed, ov []Overlap, nterms int) CheckResult {
 	}
 	var total, longest time.Duration
 	var lines []string
-	for _, o := range ov {
+	for i, o := range ov {
 		total += o.Duration
 		longest = max(longest, o.Duration)
-		lines = append(lines, fmt.Sprintf("%s (token %d) and %s (token %d) both led for %v from %s",
-			o.NodeA, o.TokenA, o.NodeB, o.TokenB, o.Duration.Round(time.Millisecond), p.t(o.Start)))
+		if i < 3 { // the message names three; formatting them all costs memory for nothing
+			lines = append(lines, fmt.Sprintf("%s (token %d) and %s (token %d) both led for %v from %s",
+				o.NodeA, o.TokenA, o.NodeB, o.TokenB, o.Duration.Round(time.Millisecond), p.t(o.Start)))
+		}
+	}
+	if len(ov) > len(lines) {
+		lines = append(lines, fmt.Sprintf("… and %d more", len(ov)-len(lines)))
 	}
 	cr.Message = fmt.Sprintf("%d overlaps of leadership over %d terms, %v in all, longest %v (measured, not judged: the fence is what makes them harmless)",
 		len(ov), nterms, total.Round(time.Millisecond), longest.Round(time.Millisecond))
-	cr.Message += ": " + strings.Join(capList(lines, 3), "; ")
+	if len(ov) >= maxOverlaps {
+		cr.Message += fmt.Sprintf(" (listing stopped at %d)", maxOverlaps)
+	}
+	cr.Message += ": " + strings.Join(lines, "; ")
 	cr.Stats = map[string]int64{"overlaps": int64(len(ov)), "total_ns": int64(total), "longest_ns": int64(longest)}
 	return cr
 }
