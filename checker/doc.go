@@ -16,13 +16,21 @@
 //     is resolved from the store's audit stream when the audit says what happened
 //     (accepted; rejected; absent from a complete audit: it never reached the store);
 //     otherwise it stays open-ended (porcupine's Return = MaxInt64) and may or may not
-//     have taken effect. The verdict is porcupine's on the whole history: the history
-//     is cut only at points where no operation is in flight and every linearization of
-//     the prefix ends in the same register state (see forEachCut), the window of an
-//     open-ended commit is only narrowed where the model proves it can no longer take
-//     effect (see boundUnknowns), pieces with no concurrency are decided by replaying
-//     the model, and the other pieces by porcupine. A differential test checks this
-//     against porcupine on uncut histories.
+//     have taken effect. It is decided first along the chain of applied commits
+//     (decideChain, O(n log n) time, O(n) memory, no search): every commit that may
+//     apply moves the cursor forward, so states are unique, the chain of states follows
+//     from the commits' from/to values, and linearizability reduces to bounds on where
+//     each commit of the chain can be placed in time; the argument is in decideChain's
+//     comment. Where that argument does not reach (a commit that does not move the
+//     cursor forward, several paths of unknown commits with no witness found), and to
+//     explain a violation, porcupine decides: the history is cut only at points where
+//     no operation is in flight and every linearization of the prefix ends in the same
+//     register state (see forEachCut), the window of an open-ended commit is only
+//     narrowed where the model proves it can no longer take effect (see
+//     boundUnknowns), pieces with no concurrency are decided by replaying the model,
+//     and the other pieces by porcupine. Differential tests check both against
+//     porcupine on uncut histories (random, register-like, coarse clocks, many
+//     unknown outcomes); Options.CrossCheck runs porcupine on every history.
 //   - no stale write: the store never accepted a commit whose token is lower than one
 //     it had accepted before (in the audit's order, and in real time in the histories);
 //   - unique tokens: no token was acquired twice, and every accepted commit carries a
@@ -59,9 +67,13 @@
 //
 // # Resources
 //
-// The checking is linear in the history, except for the pieces with concurrency that
-// porcupine checks (its memory grows with the square of a piece's size, hence the
-// cut). A history of a million loads and commits is checked in about a second and a
+// Time and memory are bounded by the size of the input, whatever values it holds: a
+// cursor far beyond the sink is reported as lost events in ranges (O(sink log sink)),
+// expected balances are computed only when the sink bounds the cursor, timestamps
+// above history.MaxTime are bad input, terms and their overlaps are found by sorting
+// and sweeping. The chain decision is O(n log n); porcupine runs only where it gives
+// up (its memory grows with the square of a piece's size, hence the cut) or to
+// explain a violation (then within 10 s a piece). A history of a million loads and commits is checked in about a second and a
 // quarter of a gigabyte beyond the history.Run itself on two cores. A history.Run of
 // that size holds about 0.6 GB, and Go's collector lets the heap grow to twice what
 // is live: a process that must stay under a memory budget should set GOMEMLIMIT.
