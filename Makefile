@@ -2,6 +2,9 @@
 GO        ?= go
 BIN       := bin
 FENCELINE := $(BIN)/fenceline
+# The chaos build (-tags chaos) adds the harness (chaos, validate, soak), the fault hooks
+# and the deliberately broken variants; the default build has none of them.
+CHAOS_BIN := $(BIN)/fenceline-chaos
 
 DURATION  ?= 60s
 NODES     ?= 3
@@ -18,6 +21,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -tags chaos -trimpath -o $(CHAOS_BIN) ./cmd/fenceline
 
 # check-deps installs redis-server from Debian's packages when it is missing and we are
 # root; otherwise it says exactly what to install. check-test-deps does the same for what
@@ -42,12 +46,14 @@ need = command -v $(1) >/dev/null 2>&1 || { \
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./...
 
 test: check-test-deps lint
-	$(GO) test -race -timeout 25m ./...
+	$(GO) test -tags chaos -race -timeout 25m ./...
+	$(GO) test -race -timeout 10m ./cmd/fenceline/ ./internal/node/ ./election/ ./workloads/
 
 bench: check-deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+	$(GO) test -tags chaos -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
 # bench-checker writes a simulated 1,000,000-operation run and times `fenceline check` on
 # it, the whole command: loading, checking, writing the report.
@@ -65,7 +71,7 @@ bench-checker-coarse: build
 	/usr/bin/time -f 'coarse-clock register history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
-	$(FENCELINE) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
+	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
 	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT)
 
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
@@ -82,11 +88,11 @@ docker-prune:
 # detection rate under 95% (about 40 minutes with the defaults).
 SEEDS ?= 3
 validate: check-deps build
-	$(FENCELINE) validate --seeds $(SEEDS) --duration $(DURATION)
+	$(CHAOS_BIN) validate --seeds $(SEEDS) --duration $(DURATION)
 
 # validate-short is the CI version: one seed, the variants that must be caught.
 validate-short: check-deps build
-	$(FENCELINE) validate --seeds 1 --duration 60s \
+	$(CHAOS_BIN) validate --seeds 1 --duration 60s \
 	  --variants no-fence,client-check,string-compare,lease-only,volatile-redis
 
 # soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
@@ -98,7 +104,7 @@ SEED0 ?= 1
 SHARD ?= 1/1
 given = $(filter command line environment,$(origin $(1)))
 soak: check-deps build
-	$(FENCELINE) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
+	$(CHAOS_BIN) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
 	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
 
 clean:

@@ -1,79 +1,43 @@
+//go:build chaos
+
 package variants
 
 import (
 	"context"
-	"strings"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
 )
 
-// WrapClient changes the Redis client of the elector the way the named variant needs.
-// Only NonAtomicRelease changes anything: it replaces the elector's atomic release script
-// with GET, a comparison in the client, then DEL and PUBLISH, in separate round trips.
-// The election package itself stays the reference; the break is in the wire traffic.
-func WrapClient(name string, c *redis.Client) {
-	if name == NonAtomicRelease {
-		c.AddHook(nonAtomicRelease{})
-	}
-}
-
-type nonAtomicRelease struct{}
-
-func (nonAtomicRelease) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (nonAtomicRelease) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (nonAtomicRelease) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		lock, value, channel, ok := releaseArgs(cmd)
-		if !ok {
-			return next(ctx, cmd)
-		}
-		res := cmd.(*redis.Cmd)
-		get := redis.NewStringCmd(ctx, "get", lock)
-		if err := next(ctx, get); err != nil && err != redis.Nil {
-			res.SetErr(err)
-			return err
-		}
-		if get.Val() != value {
-			res.SetVal(int64(0))
-			return nil
-		}
-		// The window: the lock may expire and be taken by a newer leader right here.
-		del := redis.NewIntCmd(ctx, "del", lock)
-		if err := next(ctx, del); err != nil {
-			res.SetErr(err)
-			return err
-		}
-		pub := redis.NewIntCmd(ctx, "publish", channel, value)
-		if err := next(ctx, pub); err != nil {
-			res.SetErr(err)
-			return err
-		}
-		res.SetVal(int64(1))
+// Elector changes the elector the way the named variant needs. Only NonAtomicRelease
+// changes anything: it replaces the elector's atomic release script, through the seam
+// the election package offers in chaos builds, with GET, a comparison in the client,
+// then DEL and PUBLISH, in separate round trips. e must not be running.
+func Elector(name string, e *election.Elector) error {
+	if name != NonAtomicRelease {
 		return nil
 	}
+	return election.SetReleaseForChaos(e, nonAtomicRelease)
 }
 
-// releaseArgs recognizes the elector's release script call:
-// EVALSHA|EVAL <script> 1 <{name}:lock> <value> <{name}:released>.
-func releaseArgs(cmd redis.Cmder) (lock, value, channel string, ok bool) {
-	a := cmd.Args()
-	if len(a) != 6 {
-		return
+// nonAtomicRelease is a check-then-act release: between the GET and the DEL the lock
+// may expire and be taken by a newer leader, whose lock the DEL then deletes.
+func nonAtomicRelease(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
+	got, err := c.Get(ctx, lock).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
 	}
-	if n := strings.ToLower(cmd.Name()); n != "evalsha" && n != "eval" {
-		return
+	if got != value {
+		return false, nil
 	}
-	lock, ok1 := a[3].(string)
-	value, ok2 := a[4].(string)
-	channel, ok3 := a[5].(string)
-	if !ok1 || !ok2 || !ok3 || !strings.HasSuffix(lock, ":lock") || !strings.HasSuffix(channel, ":released") {
-		return "", "", "", false
+	// The window: the lock may expire and be taken by a newer leader right here.
+	if err := c.Del(ctx, lock).Err(); err != nil {
+		return false, err
 	}
-	return lock, value, channel, true
+	if err := c.Publish(ctx, channel, value).Err(); err != nil {
+		return false, err
+	}
+	return true, nil
 }
-
-var _ redis.Hook = nonAtomicRelease{}

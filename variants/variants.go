@@ -1,3 +1,5 @@
+//go:build chaos
+
 // Package variants holds the deliberately broken designs that fenceline's self-validation
 // runs to prove that the harness can fail. EVERY VARIANT BUT Reference IS BROKEN ON
 // PURPOSE. They live here, in one place, so that no production code path can reach them:

@@ -1,3 +1,5 @@
+//go:build chaos
+
 package variants
 
 import (
@@ -159,19 +161,21 @@ func (l *cmdLog) seen() []string {
 	return slices.Clone(l.names)
 }
 
-// NonAtomicRelease must turn the elector's real release into GET, DEL, PUBLISH: if the
-// election package changed how it calls its release script, the hook would not
-// recognize it and the variant would quietly be the reference.
-func TestNonAtomicReleaseWrapsTheElectorsRelease(t *testing.T) {
+// NonAtomicRelease must turn the elector's real release into GET, DEL, PUBLISH, through
+// the election's chaos seam: if the seam were not used, the variant would quietly be the
+// reference.
+func TestNonAtomicReleaseReplacesTheElectorsRelease(t *testing.T) {
 	srv := redisserver.New(t)
 	client := election.NewClient(srv.Addr())
 	defer client.Close()
-	WrapClient(NonAtomicRelease, client)
 	var log cmdLog
-	client.AddHook(&log) // after the variant's: it sees what reaches the wire
+	client.AddHook(&log) // it sees what reaches the wire
 
 	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "nar", LeaseTTL: time.Second})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Elector(NonAtomicRelease, el); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -202,22 +206,23 @@ func TestNonAtomicReleaseWrapsTheElectorsRelease(t *testing.T) {
 	}
 
 	// The comparison happens in the client: a lock that is not ours is left alone.
-	other := election.NewClient(srv.Addr())
-	defer other.Close()
-	WrapClient(NonAtomicRelease, other)
 	bg := context.Background()
 	lock, channel := election.LockKey("x"), election.ReleaseChannel("x")
-	other.Set(bg, lock, "someone-else", 0)
-	// The hook answers before the script (here a dummy) would run.
-	if n, err := other.Eval(bg, "return 1", []string{lock}, "n1:1", channel).Int64(); err != nil || n != 0 {
-		t.Errorf("release of someone else's lock: %d %v", n, err)
+	client.Set(bg, lock, "someone-else", 0)
+	if ok, err := nonAtomicRelease(bg, client, lock, "n1:1", channel); err != nil || ok {
+		t.Errorf("release of someone else's lock: %v %v", ok, err)
 	}
-	if v, _ := other.Get(bg, lock).Result(); v != "someone-else" {
+	if v, _ := client.Get(bg, lock).Result(); v != "someone-else" {
 		t.Errorf("someone else's lock was deleted: %q", v)
 	}
-	// Other commands pass through untouched.
-	if err := other.Set(bg, "plain", "1", 0).Err(); err != nil {
-		t.Error(err)
+	// The reference and the other variants leave the elector alone.
+	ref, _ := election.New(client, election.Config{InstanceID: "n2", Name: "ref"})
+	for _, v := range All() {
+		if v.Name != NonAtomicRelease {
+			if err := Elector(v.Name, ref); err != nil {
+				t.Errorf("Elector(%s): %v", v.Name, err)
+			}
+		}
 	}
 }
 

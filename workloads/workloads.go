@@ -10,11 +10,12 @@
 package workloads
 
 import (
-	"github.com/fenceline/fenceline/checker"
-
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/source"
 )
 
 // Workload is what the nodes of a run do.
@@ -58,4 +59,16 @@ func Names() []string {
 		n = append(n, w.Name)
 	}
 	return n
+}
+
+// CheckerOptions are the checker's options for a stored run of the named workload, whose
+// directory is dir: the checks that apply to it (all of them for a workload this build
+// does not know, so that nothing is skipped silently) and the balances the event source
+// implies.
+func CheckerOptions(workload, dir string) checker.Options {
+	opts := checker.Options{ExpectedBalances: source.Balances, OutDir: dir}
+	if wl, err := ByName(workload); err == nil {
+		opts.Checks = wl.Checks
+	}
+	return opts
 }

@@ -1,35 +1,28 @@
+//go:build chaos
+
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/cluster"
-	"github.com/fenceline/fenceline/docker"
-	"github.com/fenceline/fenceline/harness"
-	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/internal/chaosrun"
 	"github.com/fenceline/fenceline/workloads"
 )
 
 func runChaos(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	duration := fs.Duration("duration", 60*time.Second, "length of the chaos phase (> 0)")
-	nodes := fs.Int("nodes", 3, fmt.Sprintf("number of nodes (1 to %d)", maxNodes))
-	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(nemesis.Known)+", partition (both flavours), all, or none for no faults")
+	nodes := fs.Int("nodes", 3, fmt.Sprintf("number of nodes (1 to %d)", chaosrun.MaxNodes))
+	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(faults.Known())+", partition (both flavours), all, or none for no faults")
 	seed := fs.Int64("seed", 0, "seed of the fault schedule; the same seed gives the same schedule (0: pick one from the clock)")
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
@@ -50,7 +43,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fenceline chaos: --nemesis is empty: name the faults, all, or none")
 		return exitUsage
 	}
-	kinds, err := nemesis.ParseList(*nem)
+	kinds, err := faults.ParseList(*nem)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
@@ -60,12 +53,12 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
 	}
-	spec := chaosSpec{
+	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Out: *out,
 		Binary: *binary, Quiet: *quiet,
 	}
-	if err := spec.prepare(); err != nil {
+	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
 	}
@@ -73,232 +66,5 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	// and writes what was recorded. A second Ctrl-C is ignored until cleanup is done.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return spec.run(ctx, stdout, stderr).Code
-}
-
-// chaosSpec is one chaos run: what `fenceline chaos` makes of its flags, and what
-// `fenceline validate` runs for each variant and seed of its matrix.
-type chaosSpec struct {
-	// Cmd names the subcommand in messages ("chaos", "validate").
-	Cmd      string
-	Duration time.Duration
-	Nodes    int
-	Nemeses  []string // fault kinds, as nemesis.ParseList returns them
-	Seed     int64
-	Workload workloads.Workload
-	Backend  string
-	LeaseTTL time.Duration
-	Variant  string
-	// Out is the directory that receives the run directory.
-	Out string
-	// Binary is the fenceline binary the nodes run; prepare fills it with this
-	// executable when it is empty.
-	Binary string
-	// Quiet logs only warnings of the harness.
-	Quiet bool
-
-	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
-}
-
-// maxNodes caps --nodes: each node is a process (or a container) with two proxies of
-// its own, and a run is meant for one machine.
-const maxNodes = 32
-
-// prepare checks the spec and resolves its binary and backend. Its errors are usage
-// errors. A zero value is an error, never a silent default.
-func (s *chaosSpec) prepare() error {
-	switch {
-	case s.Nodes < 1:
-		return fmt.Errorf("need --nodes >= 1 (got %d)", s.Nodes)
-	case s.Nodes > maxNodes:
-		return fmt.Errorf("--nodes %d: at most %d nodes run on one machine", s.Nodes, maxNodes)
-	case s.Duration <= 0:
-		return fmt.Errorf("need --duration > 0 (got %v)", s.Duration)
-	case s.LeaseTTL < 100*time.Millisecond:
-		return fmt.Errorf("need --lease-ttl >= 100ms (got %v)", s.LeaseTTL)
-	}
-	if err := checkVariant(s.Variant); err != nil {
-		return err
-	}
-	if s.Binary == "" {
-		bin, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		s.Binary = bin
-	}
-	if st, err := os.Stat(s.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("--binary %s: not an executable file", s.Binary)
-	}
-	start, name, err := pickBackend(s.Backend, s.Binary)
-	if err != nil {
-		return err
-	}
-	if name == "local" {
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
-		}
-	}
-	if err := s.checkNode(); err != nil {
-		return err
-	}
-	s.start, s.Backend = start, name
-	return nil
-}
-
-// nodeOptions are the settings every node of the run starts with.
-func (s chaosSpec) nodeOptions() cluster.NodeOptions {
-	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
-		Workload: s.Workload.Name, Batch: s.Workload.Batch}
-}
-
-// checkNode asks the binary whether a node would accept the run's settings (`fenceline
-// node --check`, which connects to nothing), so that settings a node rejects are a
-// usage error with the node's own message before the run begins, not a run that fails
-// at start.
-func (s chaosSpec) checkNode() error {
-	tmp, err := os.MkdirTemp("", "fenceline-check-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	args := s.nodeOptions().Args("n1", "127.0.0.1:6379", "http://127.0.0.1:8000", "127.0.0.1:0", "",
-		filepath.Join(tmp, "n1.jsonl"))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		if msg == "" {
-			msg = "(it printed nothing)"
-		}
-		return fmt.Errorf("%s does not accept the nodes' settings (%v): %s", s.Binary, err, msg)
-	}
-	return nil
-}
-
-// chaosOutcome is what one chaos run produced.
-type chaosOutcome struct {
-	// Dir is the run directory; "" if it could not be created.
-	Dir string
-	// Code is the exit code of `fenceline chaos` for the run.
-	Code int
-	// Result is the checker's result; nil if the run was not checked.
-	Result *checker.Result
-	// RunErr is the harness's error, if any: it wraps harness.ErrIncomplete when the run
-	// could not be completed.
-	RunErr error
-}
-
-// run makes the run directory under s.Out, runs the harness, checks the run, writes
-// its report and prints the summary to stdout. It blocks until all of that is done,
-// also when ctx is cancelled (the harness then heals and cleans up first). s must
-// have been prepared.
-func (s chaosSpec) run(ctx context.Context, stdout, stderr io.Writer) chaosOutcome {
-	dir, err := newRunDir(s.Out, s.Seed)
-	if err != nil {
-		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
-		return chaosOutcome{Code: exitUsage, RunErr: err}
-	}
-	logLevel := slog.LevelInfo
-	if s.Quiet {
-		logLevel = slog.LevelWarn
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
-	cfg := harness.Config{
-		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
-		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node:     s.nodeOptions(),
-		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
-	}
-	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
-	runErr := harness.Run(ctx, cfg)
-	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
-		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
-		return chaosOutcome{Dir: dir, Code: exitUsage, RunErr: runErr}
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
-	}
-	// Histories and the audit copy are kept compressed (check and report read them
-	// either way): a long run's directory is an artifact CI systems keep. Before the
-	// check, so that the report links the files that exist.
-	if err := harness.CompressRun(dir); err != nil {
-		fmt.Fprintf(stderr, "fenceline %s: compress %s: %v\n", s.Cmd, dir, err)
-	}
-	code, res := checkRun(dir, stdout, stderr)
-	if runErr != nil && code == exitOK {
-		// A run that could not be completed is never a pass.
-		code = exitUnknown
-	}
-	if code == exitUsage {
-		// The harness wrote this directory: what the checker cannot read in it is
-		// the run's failure (a torn record), not bad input from the user.
-		code = exitUnknown
-	}
-	return chaosOutcome{Dir: dir, Code: code, Result: res, RunErr: runErr}
-}
-
-// pickBackend returns the function that starts the chosen backend.
-func pickBackend(name, bin string) (func(context.Context, cluster.Spec) (cluster.Cluster, error), string, error) {
-	switch name {
-	case "auto":
-		if docker.EngineAvailable(context.Background()) {
-			return pickBackend("docker", bin)
-		}
-		return pickBackend("local", bin)
-	case "docker":
-		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
-			c, err := docker.Start(ctx, docker.Config{Spec: spec})
-			if err != nil {
-				return nil, err // a plain nil: a typed nil *docker.Cluster is not a nil Cluster
-			}
-			return c, nil
-		}, "docker", nil
-	case "local":
-		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
-			c, err := cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		}, "local", nil
-	}
-	return nil, "", fmt.Errorf("unknown backend %q (local, docker, auto)", name)
-}
-
-// newRunDir creates a new run directory <out>/<UTC timestamp>-<seed>[-k] and points
-// <out>/latest at it. The directory is created exclusively (os.Mkdir fails on one that
-// exists): two runs started in the same second with the same seed get two directories,
-// so that a run never reads or writes another's files.
-func newRunDir(out string, seed int64) (string, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", err
-	}
-	base := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), seed)
-	name := base
-	for k := 2; ; k++ {
-		err := os.Mkdir(filepath.Join(out, name), 0o755)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || k > 1000 {
-			return "", err
-		}
-		name = fmt.Sprintf("%s-%d", base, k)
-	}
-	// Replace the link atomically: a link made under a private name and renamed over
-	// the old one, so that concurrent runs never see it missing or fail on it.
-	tmp := filepath.Join(out, fmt.Sprintf(".latest-%d-%s", os.Getpid(), name))
-	if err := os.Symlink(name, tmp); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, filepath.Join(out, "latest")); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return filepath.Join(out, name), nil
+	return spec.Run(ctx, stdout, stderr).Code
 }

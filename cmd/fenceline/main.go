@@ -1,5 +1,6 @@
-// Command fenceline runs the fenced listener (node, source, status) and the chaos harness
-// that verifies it (chaos, check, report). See README.md.
+// Command fenceline runs the fenced listener (node, source, status), judges stored runs
+// (check, report) and, in a chaos build (go build -tags chaos; bin/fenceline-chaos), runs
+// the chaos harness that verifies it (chaos, validate, soak). See README.md.
 //
 // Exit codes: 0 valid (or success), 1 invalid, 2 usage or bad input, 3 unknown — the
 // checker could not decide or the run could not be completed; never a pass.
@@ -11,14 +12,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/fenceline/fenceline/internal/exitcode"
 )
 
 // Exit codes.
 const (
-	exitOK      = 0
-	exitInvalid = 1
-	exitUsage   = 2
-	exitUnknown = 3
+	exitOK      = exitcode.OK
+	exitInvalid = exitcode.Invalid
+	exitUsage   = exitcode.Usage
+	exitUnknown = exitcode.Unknown
 )
 
 type command struct {
@@ -31,12 +34,12 @@ func commands() []command {
 		{"node", "run one listener instance (leader election + fenced listener)", runNode},
 		{"source", "serve the deterministic event feed", runSource},
 		{"status", "print the current leader, token and cursor as JSON", runStatus},
-		{"chaos", "run a chaos experiment, check it and write its report", runChaos},
 		{"check", "re-check a stored run directory", runCheck},
 		{"report", "regenerate the report of a stored run directory", runReport},
-		{"validate", "run the broken variants and the reference, and measure detection rates", runValidate},
-		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up", runSoak},
-		{"soak-report", "merge soak directories or shard summaries into one table", runSoakReport},
+		{"chaos", "run a chaos experiment, check it and write its report" + chaosOnly, runChaos},
+		{"validate", "run the broken variants and the reference, and measure detection rates" + chaosOnly, runValidate},
+		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up" + chaosOnly, runSoak},
+		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
 	}
 }
 
@@ -63,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: fenceline <command> [flags]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'fenceline <command> -h' for a command's flags.")
 }

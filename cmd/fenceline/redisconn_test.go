@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"math/big"
 	"net"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
@@ -229,9 +231,13 @@ func startTLSRedis(t *testing.T, files tlsFiles) string {
 // tlsClient is a client of the TLS Redis built by the same code as the node's.
 func tlsClient(t *testing.T, addr string, files tlsFiles, user, password string) *redis.Client {
 	t.Helper()
-	conn := &redisConn{addr: addr, user: user, password: password, passwordSet: true,
-		caFile: files.ca, certFile: files.clientCert, keyFile: files.clientKey}
-	c, err := conn.client()
+	fs := flag.NewFlagSet("tls", flag.ContinueOnError)
+	conn := redisconn.Add(fs)
+	if err := fs.Parse([]string{"--redis", addr, "--redis-user", user, "--redis-password", password,
+		"--redis-tls-ca", files.ca, "--redis-tls-cert", files.clientCert, "--redis-tls-key", files.clientKey}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := conn.Client()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+//go:build chaos
+
 package main
 
 import (
@@ -13,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/soak"
 )
 
@@ -64,7 +66,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	}
 	sum.Terminal(stdout)
 	fmt.Fprintf(stdout, "summary: %s\n", filepath.Join(*out, cfg.SummaryName()+".md"))
-	return verdictCode(sum.Verdict)
+	return exitcode.Of(sum.Verdict)
 }
 
 func runSoakReport(args []string, stdout, stderr io.Writer) int {
@@ -131,7 +133,7 @@ func runSoakReport(args []string, stdout, stderr io.Writer) int {
 	}
 	sum.Terminal(stdout)
 	fmt.Fprintf(stdout, "summary: %s\n", filepath.Join(dst, soak.SummaryName+".md"))
-	return verdictCode(sum.Verdict)
+	return exitcode.Of(sum.Verdict)
 }
 
 // summaryDir is d, or its directory when d is a summary file.
@@ -140,15 +142,4 @@ func summaryDir(d string) string {
 		return filepath.Dir(d)
 	}
 	return d
-}
-
-// verdictCode is the exit code of a verdict: 0 valid, 1 invalid, 3 anything else.
-func verdictCode(v checker.Verdict) int {
-	switch v {
-	case checker.Valid:
-		return exitOK
-	case checker.Invalid:
-		return exitInvalid
-	}
-	return exitUnknown
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/fenceline/fenceline/internal/node"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -36,7 +37,7 @@ func runSource(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
 		return exitUsage
 	}
-	if err := writeAddrFile(*addrFile, ln.Addr().String()); err != nil {
+	if err := node.WriteAddrFile(*addrFile, ln.Addr().String()); err != nil {
 		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
 		return exitUsage
 	}
@@ -46,16 +47,4 @@ func runSource(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitOK
-}
-
-// writeAddrFile writes addr to path atomically (a reader never sees half an address).
-func writeAddrFile(path, addr string) error {
-	if path == "" {
-		return nil
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/listener"
 )
 
@@ -27,20 +28,20 @@ type statusOutput struct {
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	conn := addRedisFlags(fs)
+	conn := redisconn.Add(fs)
 	name := fs.String("election", election.DefaultName, "election name")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for Redis")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	c, err := conn.client()
+	c, err := conn.Client()
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline status: %v\n", err)
 		return exitUsage
 	}
-	redis.SetLogger(discardRedisLog{})
+	redis.SetLogger(redisconn.Discard{})
 	defer c.Close()
-	addr := &conn.addr
+	addr := &conn.Addr
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	info, err := election.Leader(ctx, c, *name)

@@ -1,5 +1,6 @@
 // Package testbin builds the fenceline command once per test process, for tests that
-// run real node processes.
+// run real node processes. It builds the chaos build (-tags chaos): the harness starts
+// its nodes with --chaos, and only a chaos build has the fault hooks and the variants.
 package testbin
 
 import (
@@ -17,7 +18,7 @@ var (
 	out  []byte
 )
 
-// Fenceline returns the path of a freshly built fenceline binary. The binary lives in a
+// Fenceline returns the path of a freshly built fenceline binary (a chaos build). The binary lives in a
 // directory removed when the test process exits through TestMain's Cleanup.
 func Fenceline(tb testing.TB) string {
 	tb.Helper()
@@ -28,7 +29,7 @@ func Fenceline(tb testing.TB) string {
 			return
 		}
 		path = filepath.Join(dir, "fenceline")
-		cmd := exec.Command("go", "build", "-o", path, "github.com/fenceline/fenceline/cmd/fenceline")
+		cmd := exec.Command("go", "build", "-tags", "chaos", "-o", path, "github.com/fenceline/fenceline/cmd/fenceline")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err = cmd.CombinedOutput()
 	})

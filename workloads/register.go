@@ -1,10 +1,11 @@
-package main
+//go:build chaos
+
+package workloads
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -12,28 +13,47 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
-	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
-	"github.com/fenceline/fenceline/variants"
 )
 
-// runRegister runs the register workload: f.clients clients that each take tokens from
-// the election's token counter and do fenced loads and commits on the store directly,
-// concurrently, with no election. The checker then judges the store's linearizability
-// under contention that a single leader never produces.
-func runRegister(ctx context.Context, f nodeFlags, client redis.UniversalClient, rec *history.Recorder, st *nodeState, logger *slog.Logger) error {
+// RegisterConfig is one node's share of the register workload. It exists in chaos builds
+// only: the register clients take tokens outside the election and commit synthetic
+// events, which on a live store would depose the leader and corrupt the cursor.
+type RegisterConfig struct {
+	// Node is the node's id; its clients are Node.c1, Node.c2, ...
+	Node string
+	// Clients is the number of concurrent clients (>= 1).
+	Clients int
+	// Election is the election name: the clients take tokens from its counter.
+	Election string
+	// Client is the Redis client the tokens are taken with.
+	Client redis.UniversalClient
+	// Store returns the cursor store of the client called id.
+	Store func(id string) (listener.CursorStore, error)
+	// Recorder returns what records the token acquisitions of the client called id (an
+	// acquire each), so that the checker can prove each token went to one client.
+	Recorder func(id string) election.Recorder
+}
+
+// RunRegister runs the register workload until ctx is done: cfg.Clients clients that each
+// take tokens from the election's token counter and do fenced loads and commits on the
+// store directly, concurrently, with no election. The checker then judges the store's
+// linearizability under contention that a single leader never produces. It blocks.
+func RunRegister(ctx context.Context, cfg RegisterConfig) error {
+	if cfg.Clients < 1 || cfg.Client == nil || cfg.Store == nil || cfg.Recorder == nil {
+		return fmt.Errorf("workloads: register: need clients >= 1, a Redis client, a store and a recorder")
+	}
 	var wg sync.WaitGroup
-	errs := make([]error, f.clients)
-	for i := range f.clients {
-		id := fmt.Sprintf("%s.c%d", f.id, i+1)
-		store, err := variants.Store(f.variant, client, listener.StoreConfig{Name: f.election, Node: id, Recorder: rec})
+	errs := make([]error, cfg.Clients)
+	for i := range cfg.Clients {
+		id := fmt.Sprintf("%s.c%d", cfg.Node, i+1)
+		store, err := cfg.Store(id)
 		if err != nil {
 			return err
 		}
-		c := &registerClient{id: id, store: &trackingStore{CursorStore: store, st: st},
-			client: client, tokenKey: election.TokenKey(f.election),
-			elec: newElectionRecorder(rec, id, st.health), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		c := &registerClient{id: id, store: store, client: cfg.Client, tokenKey: election.TokenKey(cfg.Election),
+			elec: cfg.Recorder(id), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -41,7 +61,6 @@ func runRegister(ctx context.Context, f nodeFlags, client redis.UniversalClient,
 		}()
 	}
 	wg.Wait()
-	logger.Info("node-stopped")
 	return errors.Join(errs...)
 }
 
@@ -50,7 +69,7 @@ type registerClient struct {
 	store    listener.CursorStore
 	client   redis.UniversalClient
 	tokenKey string
-	elec     electionRecorder
+	elec     election.Recorder
 	rng      *rand.Rand
 }
 

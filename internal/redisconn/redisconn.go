@@ -1,4 +1,7 @@
-package main
+// Package redisconn holds the Redis connection flags of the commands that talk to Redis
+// (node, status): address, ACL user, password (from a variable rather than the command
+// line), TLS. One set of flags, one way to build the client.
+package redisconn
 
 import (
 	"context"
@@ -15,27 +18,28 @@ import (
 	"github.com/fenceline/fenceline/election"
 )
 
-// passwordEnv is the environment variable a Redis password is read from. It is preferred
+// PasswordEnv is the environment variable a Redis password is read from. It is preferred
 // over --redis-password, which any user of the machine can read in ps.
-const passwordEnv = "FENCELINE_REDIS_PASSWORD"
+const PasswordEnv = "FENCELINE_REDIS_PASSWORD"
 
-// redisConn holds the connection options every subcommand that talks to Redis takes (node,
+// Flags holds the connection options every subcommand that talks to Redis takes (node,
 // status): one set of flags, one way to build the client.
-type redisConn struct {
-	addr, user, password      string
+type Flags struct {
+	Addr, User                string
+	password                  string
 	tls                       bool
 	caFile, certFile, keyFile string
 	serverName                string
 	passwordSet               bool // --redis-password was given (even empty)
 }
 
-// addRedisFlags registers the connection flags on fs. The password's default is never
-// printed: -h and a flag typo print the flag set's defaults, and they end up in logs.
-func addRedisFlags(fs *flag.FlagSet) *redisConn {
-	c := &redisConn{}
-	fs.StringVar(&c.addr, "redis", "127.0.0.1:6379", "Redis address (host:port)")
-	fs.StringVar(&c.user, "redis-user", "", "Redis ACL username (default: Redis's default user)")
-	fs.Func("redis-password", "Redis `password` (default $"+passwordEnv+"). Prefer the variable: a command line is visible to every user in ps",
+// Add registers the connection flags on fs. The password's default is never printed: -h
+// and a flag typo print the flag set's defaults, and they end up in logs.
+func Add(fs *flag.FlagSet) *Flags {
+	c := &Flags{}
+	fs.StringVar(&c.Addr, "redis", "127.0.0.1:6379", "Redis address (host:port)")
+	fs.StringVar(&c.User, "redis-user", "", "Redis ACL username (default: Redis's default user)")
+	fs.Func("redis-password", "Redis `password` (default $"+PasswordEnv+"). Prefer the variable: a command line is visible to every user in ps",
 		func(s string) error { c.password, c.passwordSet = s, true; return nil })
 	fs.BoolVar(&c.tls, "redis-tls", false, "connect to Redis over TLS (implied by the --redis-tls-* files)")
 	fs.StringVar(&c.caFile, "redis-tls-ca", "", "PEM file of the CA(s) that sign Redis's certificate (default: the system's roots)")
@@ -45,23 +49,23 @@ func addRedisFlags(fs *flag.FlagSet) *redisConn {
 	return c
 }
 
-// options returns the go-redis options: election.ClientOptions (no retries, context
+// Options returns the go-redis options: election.ClientOptions (no retries, context
 // deadlines honoured) plus the user, password and TLS settings. The password comes from
 // --redis-password if given, else from $FENCELINE_REDIS_PASSWORD. Errors are one line and
 // never contain the password.
-func (c *redisConn) options() (*redis.Options, error) {
-	host, _, err := net.SplitHostPort(c.addr)
-	if err != nil || c.addr == "" {
-		return nil, fmt.Errorf("--redis %q: want host:port", c.addr)
+func (c *Flags) Options() (*redis.Options, error) {
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil || c.Addr == "" {
+		return nil, fmt.Errorf("--redis %q: want host:port", c.Addr)
 	}
-	opts := election.ClientOptions(c.addr)
-	opts.Username = c.user
+	opts := election.ClientOptions(c.Addr)
+	opts.Username = c.User
 	opts.Password = c.password
 	if !c.passwordSet {
-		opts.Password = os.Getenv(passwordEnv)
+		opts.Password = os.Getenv(PasswordEnv)
 	}
-	if c.user != "" && opts.Password == "" {
-		return nil, fmt.Errorf("--redis-user %q needs a password (--redis-password or $%s)", c.user, passwordEnv)
+	if c.User != "" && opts.Password == "" {
+		return nil, fmt.Errorf("--redis-user %q needs a password (--redis-password or $%s)", c.User, PasswordEnv)
 	}
 	if (c.certFile == "") != (c.keyFile == "") {
 		return nil, errors.New("--redis-tls-cert and --redis-tls-key go together")
@@ -96,21 +100,22 @@ func (c *redisConn) options() (*redis.Options, error) {
 }
 
 // tlsOn reports whether the connection uses TLS: --redis-tls or any TLS file or name.
-func (c *redisConn) tlsOn() bool {
+func (c *Flags) tlsOn() bool {
 	return c.tls || c.caFile != "" || c.certFile != "" || c.serverName != ""
 }
 
-// client returns a go-redis client built from options. The caller closes it.
-func (c *redisConn) client() (*redis.Client, error) {
-	opts, err := c.options()
+// Client returns a go-redis client built from Options. The caller closes it.
+func (c *Flags) Client() (*redis.Client, error) {
+	opts, err := c.Options()
 	if err != nil {
 		return nil, err
 	}
 	return redis.NewClient(opts), nil
 }
 
-// discardRedisLog silences go-redis's own log lines, for a one-shot command whose error
-// line already carries the cause (a second, plain-text line would only repeat it).
-type discardRedisLog struct{}
+// Discard silences go-redis's own log lines, for a one-shot command whose error line
+// already carries the cause (a second, plain-text line would only repeat it).
+type Discard struct{}
 
-func (discardRedisLog) Printf(context.Context, string, ...any) {}
+// Printf does nothing.
+func (Discard) Printf(context.Context, string, ...any) {}

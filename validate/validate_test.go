@@ -1,4 +1,6 @@
-package main
+//go:build chaos
+
+package validate
 
 import (
 	"bytes"
@@ -13,8 +15,10 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
-	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/internal/chaosrun"
+	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/variants"
 )
 
@@ -23,7 +27,7 @@ import (
 func fakeRuns(design, under string, n, detected, unknown int) []runRecord {
 	var out []runRecord
 	for i := range n {
-		r := runRecord{Variant: design, Under: under, Faults: []string{nemesis.Pause}, Seed: int64(i + 1),
+		r := runRecord{Variant: design, Under: under, Faults: []string{faults.Pause}, Seed: int64(i + 1),
 			Dir: fmt.Sprintf("runs/%s/%d", design, i+1), Verdict: checker.Valid}
 		switch {
 		case i < detected:
@@ -63,7 +67,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name:    "all caught, reference clean",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
-			outcome: statusPass, code: exitOK,
+			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Variants[0]
 				if r.Detected != 3 || r.Rate != 1 || r.MedianToViolation != 11*time.Second || r.FirstSeed != 1 || r.FirstViolation.Description != "stale write 0" {
@@ -75,7 +79,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name:    "94% is not enough",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 47, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
-			outcome: statusFail, code: exitInvalid,
+			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Rate != 0.94 || r.Status != statusFail {
 					t.Errorf("row %+v", r)
@@ -89,13 +93,13 @@ func TestSummarizeCriteria(t *testing.T) {
 			name:    "96% is",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 48, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
-			outcome: statusPass, code: exitOK,
+			outcome: statusPass, code: exitcode.OK,
 		},
 		{
 			name:    "a reference false alarm fails",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 1, 0)...),
-			outcome: statusFail, code: exitInvalid,
+			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Reference[0]
 				if r.FalseAlarms != 1 || r.Status != statusFail || !strings.Contains(r.Note, "FALSE ALARM seed 1") || !strings.Contains(r.Note, "runs/reference/1") {
@@ -107,7 +111,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name:    "an unknown is not a detection",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 2, 1), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
-			outcome: statusFail, code: exitInvalid,
+			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Detected != 2 || r.Unknown != 1 || r.Incomplete != 0 {
 					t.Errorf("row %+v", r)
@@ -118,7 +122,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name:    "an unknown reference run is shown, not a false alarm",
 			vs:      []variants.Variant{noFence},
 			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 1)...),
-			outcome: statusPass, code: exitOK,
+			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Reference[0]
 				if r.FalseAlarms != 0 || r.Unknown != 1 || !strings.Contains(r.Note, "unknown") {
@@ -134,7 +138,7 @@ func TestSummarizeCriteria(t *testing.T) {
 				rs[2].Verdict, rs[2].Incomplete = checker.Unknown, "harness: run incomplete: warm-up: no commit within 30s"
 				return rs
 			}(),
-			outcome: statusUndecided, code: exitUnknown,
+			outcome: statusUndecided, code: exitcode.Unknown,
 		},
 		{
 			name: "an incomplete run that found a violation still counts",
@@ -144,7 +148,7 @@ func TestSummarizeCriteria(t *testing.T) {
 				rs[2].Incomplete = "interrupted"
 				return rs
 			}(),
-			outcome: statusPass, code: exitOK,
+			outcome: statusPass, code: exitcode.OK,
 		},
 		{
 			name: "misses beyond what incomplete runs could make up fail",
@@ -154,7 +158,7 @@ func TestSummarizeCriteria(t *testing.T) {
 				rs[2].Verdict, rs[2].Incomplete = "", "not run: interrupted"
 				return rs
 			}(),
-			outcome: statusFail, code: exitInvalid,
+			outcome: statusFail, code: exitcode.Invalid,
 		},
 		{
 			name: "an incomplete reference run is undecided",
@@ -164,13 +168,13 @@ func TestSummarizeCriteria(t *testing.T) {
 				rs[5].Incomplete = "not run: interrupted"
 				return rs
 			}(),
-			outcome: statusUndecided, code: exitUnknown,
+			outcome: statusUndecided, code: exitcode.Unknown,
 		},
 		{
 			name:    "a variant that need not be caught is measured only",
 			vs:      []variants.Variant{nar},
 			runs:    append(fakeRuns(variants.NonAtomicRelease, variants.NonAtomicRelease, 3, 0, 0), fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...),
-			outcome: statusPass, code: exitOK,
+			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Status != statusMeasured || r.Rate != 0 {
 					t.Errorf("row %+v", r)
@@ -233,10 +237,10 @@ func TestPlanMatrix(t *testing.T) {
 		t.Errorf("reference under no-fence: faults %q", got)
 	}
 	// The reference keeps its persistent Redis: the same restarts, with the append-only file.
-	if got := strings.Join(plan[4].Faults, ","); got != nemesis.RedisRestartVolatile {
+	if got := strings.Join(plan[4].Faults, ","); got != faults.RedisRestartVolatile {
 		t.Errorf("volatile-redis faults %q", got)
 	}
-	if got := strings.Join(plan[5].Faults, ","); got != nemesis.RedisRestart {
+	if got := strings.Join(plan[5].Faults, ","); got != faults.RedisRestart {
 		t.Errorf("reference under volatile-redis: faults %q", got)
 	}
 	if plan[5].dirName() != "reference-under-volatile-redis" || plan[4].dirName() != "volatile-redis" {
@@ -253,15 +257,15 @@ func TestRunMatrixInterrupted(t *testing.T) {
 	defer cancel()
 	calls := 0
 	var progress bytes.Buffer
-	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosOutcome {
+	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosrun.Outcome {
 		calls++
 		if calls == 2 {
 			// Ctrl-C during the second run: the harness returns an incomplete run.
 			cancel()
-			return chaosOutcome{Dir: "d2", Code: exitUnknown, RunErr: fmt.Errorf("%w: %v", harness.ErrIncomplete, context.Canceled),
+			return chaosrun.Outcome{Dir: "d2", Code: exitcode.Unknown, RunErr: fmt.Errorf("%w: %v", harness.ErrIncomplete, context.Canceled),
 				Result: &checker.Result{Verdict: checker.Unknown}}
 		}
-		return chaosOutcome{Dir: "d1", Code: exitInvalid, Result: &checker.Result{Verdict: checker.Invalid, Start: 1,
+		return chaosrun.Outcome{Dir: "d1", Code: exitcode.Invalid, Result: &checker.Result{Verdict: checker.Invalid, Start: 1,
 			Checks: []checker.CheckResult{{Name: checker.CheckStaleWrite, Verdict: checker.Invalid, FirstViolation: 1 + int64(5*time.Second), Offending: []string{"n1 commit"}}}}}
 	}, &progress)
 	if calls != 2 || len(runs) != 4 {
@@ -279,8 +283,8 @@ func TestRunMatrixInterrupted(t *testing.T) {
 		}
 	}
 	rep := summarize([]variants.Variant{mustVariant(t, variants.NoFence)}, runs)
-	if rep.exitCode() != exitUnknown {
-		t.Errorf("exit %d, want %d: %+v %+v", rep.exitCode(), exitUnknown, rep.Variants, rep.Reference)
+	if rep.exitCode() != exitcode.Unknown {
+		t.Errorf("exit %d, want %d: %+v %+v", rep.exitCode(), exitcode.Unknown, rep.Variants, rep.Reference)
 	}
 	if !strings.Contains(progress.String(), "[1/4]") {
 		t.Errorf("progress:\n%s", progress.String())
@@ -288,17 +292,17 @@ func TestRunMatrixInterrupted(t *testing.T) {
 }
 
 func TestRecordOutcome(t *testing.T) {
-	p := plannedRun{Variant: variants.Reference, Under: variants.NoFence, Faults: []string{nemesis.Pause}, Seed: 7}
-	r := recordOutcome(p, chaosOutcome{Code: exitUsage, RunErr: errors.New("harness: Config.Dir and Start are required")})
+	p := plannedRun{Variant: variants.Reference, Under: variants.NoFence, Faults: []string{faults.Pause}, Seed: 7}
+	r := recordOutcome(p, chaosrun.Outcome{Code: exitcode.Usage, RunErr: errors.New("harness: Config.Dir and Start are required")})
 	if !r.undecided() || r.Verdict != "" {
 		t.Errorf("%+v", r)
 	}
-	r = recordOutcome(p, chaosOutcome{Dir: "x", Code: exitUsage})
+	r = recordOutcome(p, chaosrun.Outcome{Dir: "x", Code: exitcode.Usage})
 	if !r.undecided() || !strings.Contains(r.Incomplete, "could not be checked") {
 		t.Errorf("%+v", r)
 	}
 	res := &checker.Result{Verdict: checker.Valid, Overlaps: []checker.Overlap{{Duration: time.Second}, {Duration: 3 * time.Second}}}
-	r = recordOutcome(p, chaosOutcome{Dir: "x", Result: res})
+	r = recordOutcome(p, chaosrun.Outcome{Dir: "x", Result: res})
 	if r.undecided() || r.detected() || r.Overlaps != 2 || r.LongestOverlap != 3*time.Second || r.FirstViolation != nil {
 		t.Errorf("%+v", r)
 	}
@@ -316,7 +320,7 @@ func TestValidateReportFiles(t *testing.T) {
 	if err := rep.save(out); err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(out, validateMarkdown))
+	md, err := os.ReadFile(filepath.Join(out, Markdown))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +330,14 @@ func TestValidateReportFiles(t *testing.T) {
 		}
 	}
 	var back validateReport
-	b, err := os.ReadFile(filepath.Join(out, validateJSON))
+	b, err := os.ReadFile(filepath.Join(out, JSONFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Outcome != statusPass || len(back.Runs) != 12 || back.Variants[0].Detected != 3 || back.MinRate != minDetectionRate {
+	if back.Outcome != statusPass || len(back.Runs) != 12 || back.Variants[0].Detected != 3 || back.MinRate != MinDetectionRate {
 		t.Errorf("validate.json: %+v", back)
 	}
 	var term bytes.Buffer
@@ -343,47 +347,13 @@ func TestValidateReportFiles(t *testing.T) {
 	}
 }
 
-func TestValidateUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{"--seeds", "0"},
-		{"--duration", "0s"},
-		{"--variants", "reference"},
-		{"--variants", "no-such-variant"},
-		{"--variants", ","},
-		{"--nodes", "0"},
-		{"--lease-ttl", "1ms"},
-		{"extra"},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(append([]string{"validate", "--out", t.TempDir()}, args...), &stdout, &stderr); code != exitUsage {
-			t.Errorf("validate %q: exit %d, want %d; stderr: %s", args, code, exitUsage, stderr.String())
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"validate", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-seeds") {
-		t.Errorf("validate -h: exit %d: %s", code, stderr.String())
-	}
-}
-
 func TestPickVariants(t *testing.T) {
-	all, err := pickVariants("all")
+	all, err := PickVariants("all")
 	if err != nil || len(all) != len(variants.All())-1 {
 		t.Fatalf("all: %v %d", err, len(all))
 	}
-	got, err := pickVariants(" lease-only, no-fence,lease-only ")
+	got, err := PickVariants(" lease-only, no-fence,lease-only ")
 	if err != nil || len(got) != 2 || got[0].Name != variants.LeaseOnly || got[1].Name != variants.NoFence {
 		t.Errorf("list: %v %+v", err, got)
-	}
-}
-
-// A broken variant must never run outside the harness: `fenceline node` refuses it
-// without --chaos, before it connects to anything.
-func TestNodeRefusesBrokenVariantWithoutChaos(t *testing.T) {
-	for _, v := range variants.All()[1:] {
-		var stdout, stderr bytes.Buffer
-		code := run([]string{"node", "--id", "n1", "--variant", v.Name, "--redis", "127.0.0.1:1", "--control", "127.0.0.1:0"}, &stdout, &stderr)
-		if code != exitUsage || !strings.Contains(stderr.String(), "--chaos") {
-			t.Errorf("node --variant %s: exit %d, want %d; stderr: %s", v.Name, code, exitUsage, stderr.String())
-		}
 	}
 }

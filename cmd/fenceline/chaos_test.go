@@ -1,0 +1,162 @@
+//go:build chaos
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fenceline/fenceline/variants"
+)
+
+// The harness's commands are in a chaos build; bad input gets exit 2 and a clear error.
+func TestChaosUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chaos", "--nemesis", "kill,meteor"}, `unknown fault: "meteor"`},
+		{[]string{"chaos", "--workload", "kv"}, `unknown workload "kv"`},
+		{[]string{"chaos", "--nodes", "0"}, "need --nodes >= 1"},
+		{[]string{"chaos", "--backend", "cloud"}, `unknown backend "cloud"`},
+		{[]string{"chaos", "--variant", "nonsense"}, `unknown variant "nonsense"`},
+		{[]string{"chaos", "--duration", "soon"}, "invalid value"},
+		{[]string{"node", "--id", "n1", "--variant", "no-fence"}, "broken on purpose and runs only with --chaos"},
+	} {
+		code, _, stderr := runCmd(tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// Fault hooks on a non-loopback control address are refused without an explicit flag.
+func TestChaosNodeRefusals(t *testing.T) {
+	t.Setenv(passwordEnv, "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--chaos", "--control", "0.0.0.0:0"}, "not a loopback address"},
+		{[]string{"--chaos", "--control", ":9100"}, "not a loopback address"},
+		{[]string{"--chaos", "--control", "192.0.2.1:9100"}, "not a loopback address"},
+		{[]string{"--chaos", "--control", "example.com:9100"}, "--chaos-allow-remote-control"},
+		// Allowed explicitly (or on loopback): the next check, a bad TLS pair, speaks.
+		{[]string{"--chaos", "--control", "0.0.0.0:0", "--chaos-allow-remote-control", "--redis-tls-cert", "x"}, "go together"},
+		{[]string{"--chaos", "--control", "[::1]:0", "--redis-tls-cert", "x"}, "go together"},
+		{[]string{"--chaos", "--control", "localhost:0", "--redis-tls-cert", "x"}, "go together"},
+		{[]string{"--chaos", "--workload", "register", "--redis-tls-cert", "x"}, "go together"},
+	} {
+		args := append([]string{"node", "--id", "n1"}, tc.args...)
+		code, _, stderr := runCmd(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// Values that used to become defaults silently, and inputs found bad only once a run had
+// started, are usage errors before any run directory exists.
+func TestChaosRejectsBadSettings(t *testing.T) {
+	out := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0"}, "need --duration > 0"},
+		{[]string{"--lease-ttl", "0"}, "need --lease-ttl >= 100ms"},
+		{[]string{"--nemesis", ""}, "--nemesis is empty"},
+		{[]string{"--nodes", "1000"}, "at most 32 nodes"},
+		{[]string{"--binary", "/nonexistent/fenceline"}, "not an executable file"},
+		{[]string{"--binary", t.TempDir()}, "not an executable file"},
+	} {
+		args := append([]string{"chaos", "--out", out}, tc.args...)
+		code, _, stderr := runCmd(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, stderr, tc.want)
+		}
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("rejected runs left %d entries in --out", len(left))
+	}
+}
+
+// Without redis-server in PATH the local backend cannot run: a usage error that says
+// what to install.
+func TestChaosWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd("chaos", "--out", t.TempDir(), "--binary", bin, "--backend", "local")
+	if code != exitUsage || !strings.Contains(stderr, "apt-get install -y redis-server") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the package", code, stderr)
+	}
+}
+
+// helperBinary is an executable that runs this test binary as fenceline (through
+// TestHelperProcess), for --binary.
+func helperBinary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fenceline")
+	script := "#!/bin/sh\nFENCELINE_HELPER_PROCESS=1 exec '" + os.Args[0] + "' -test.run='^TestHelperProcess$' -- \"$@\"\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Settings the nodes would reject at start are found by `fenceline node --check` before
+// the run: a usage error with the node's own message, and no run directory.
+func TestChaosNodeRejectsSettings(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runCmd("chaos", "--out", out, "--binary", helperBinary(t), "--lease-ttl", "1000500us")
+	if code != exitUsage || !strings.Contains(stderr, "whole number of milliseconds") {
+		t.Fatalf("exit %d, stderr %q; want 2 with the node's message", code, stderr)
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("a rejected run left %d entries in --out", len(left))
+	}
+	code, _, stderr = runCmd("chaos", "--out", out, "--binary", "/bin/false")
+	if code != exitUsage || !strings.Contains(stderr, "does not accept the nodes' settings") {
+		t.Fatalf("--binary /bin/false: exit %d, stderr %q; want 2", code, stderr)
+	}
+}
+
+func TestValidateUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--seeds", "0"},
+		{"--duration", "0s"},
+		{"--variants", "reference"},
+		{"--variants", "no-such-variant"},
+		{"--variants", ","},
+		{"--nodes", "0"},
+		{"--lease-ttl", "1ms"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"validate", "--out", t.TempDir()}, args...), &stdout, &stderr); code != exitUsage {
+			t.Errorf("validate %q: exit %d, want %d; stderr: %s", args, code, exitUsage, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-seeds") {
+		t.Errorf("validate -h: exit %d: %s", code, stderr.String())
+	}
+}
+
+// A broken variant must never run outside the harness: `fenceline node` refuses it
+// without --chaos, before it connects to anything.
+func TestNodeRefusesBrokenVariantWithoutChaos(t *testing.T) {
+	for _, v := range variants.All()[1:] {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"node", "--id", "n1", "--variant", v.Name, "--redis", "127.0.0.1:1", "--control", "127.0.0.1:0"}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--chaos") {
+			t.Errorf("node --variant %s: exit %d, want %d; stderr: %s", v.Name, code, exitUsage, stderr.String())
+		}
+	}
+}

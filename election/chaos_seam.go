@@ -1,0 +1,43 @@
+//go:build chaos
+
+package election
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// This file exists only in a chaos build (go build -tags chaos): it is the seam through
+// which the harness's broken variants change how an elector releases its lease. A
+// default build has no such seam: its elector always releases with the atomic script.
+
+// ReleaseFunc releases the lease in place of the elector's atomic compare-and-delete
+// script: it must delete lock if it holds value, publish value on channel, and report
+// whether it deleted. It blocks until done or ctx is done. It is called with the
+// elector's client and keys.
+type ReleaseFunc func(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (released bool, err error)
+
+// SetReleaseForChaos makes e release its lease with f instead of the atomic script. It is
+// for self-validation only (a chaos build): the variant it installs is broken on purpose.
+// It returns ErrRunning if e is running, and changes nothing for an elector that does not
+// talk to Redis.
+func SetReleaseForChaos(e *Elector, f ReleaseFunc) error {
+	if e.running.Load() {
+		return ErrRunning
+	}
+	if rs, ok := e.store.(*redisStore); ok && f != nil {
+		e.store = chaosReleaseStore{redisStore: rs, releaseFunc: f}
+	}
+	return nil
+}
+
+// chaosReleaseStore is the Redis store with its release replaced.
+type chaosReleaseStore struct {
+	*redisStore
+	releaseFunc ReleaseFunc
+}
+
+func (s chaosReleaseStore) release(ctx context.Context, value string) (bool, error) {
+	return s.releaseFunc(ctx, s.c, s.lock, value, s.channel)
+}

@@ -1,0 +1,69 @@
+//go:build chaos
+
+package election_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+// The chaos seam replaces the release, and only the release: the elector calls the
+// installed function with its own client and keys when it steps down, and the lease is
+// taken and renewed as usual.
+func TestSetReleaseForChaos(t *testing.T) {
+	srv := redisserver.New(t)
+	client := newClient(t, srv.Addr())
+	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "seam", LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls [][3]string
+	err = election.SetReleaseForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
+		mu.Lock()
+		calls = append(calls, [3]string{lock, value, channel})
+		mu.Unlock()
+		return c.Del(ctx, lock).Val() == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	led := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- el.Run(ctx, func(tctx context.Context, _ election.Term) {
+			close(led)
+			<-tctx.Done()
+		})
+	}()
+	select {
+	case <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never became leader")
+	}
+	if err := election.SetReleaseForChaos(el, nil); !errors.Is(err, election.ErrRunning) {
+		t.Errorf("SetReleaseForChaos on a running elector: %v, want ErrRunning", err)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := [3]string{election.LockKey("seam"), "n1:1", election.ReleaseChannel("seam")}
+	if len(calls) != 1 || calls[0] != want {
+		t.Fatalf("release calls %q, want one %q", calls, want)
+	}
+	if n, _ := client.Exists(context.Background(), election.LockKey("seam")).Result(); n != 0 {
+		t.Error("the lock outlived the replaced release")
+	}
+}

@@ -1,0 +1,282 @@
+//go:build chaos
+
+// Package chaosrun runs one chaos run end to end: it checks the settings (asking the
+// node binary itself with `fenceline node --check`), creates an exclusive run directory,
+// runs the harness on the chosen backend, checks the run, writes its report and
+// compresses its records. It is `fenceline chaos` without its flags, and what `fenceline
+// validate` runs for each cell of its matrix. It exists in chaos builds only.
+package chaosrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/docker"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/judge"
+	"github.com/fenceline/fenceline/variants"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+// Spec is one chaos run: what `fenceline chaos` makes of its flags, and what
+// `fenceline validate` runs for each variant and seed of its matrix.
+type Spec struct {
+	// Cmd names the subcommand in messages ("chaos", "validate").
+	Cmd      string
+	Duration time.Duration
+	Nodes    int
+	Nemeses  []string // fault kinds, as nemesis.ParseList returns them
+	Seed     int64
+	Workload workloads.Workload
+	Backend  string
+	LeaseTTL time.Duration
+	Variant  string
+	// Out is the directory that receives the run directory.
+	Out string
+	// Binary is the fenceline binary the nodes run; prepare fills it with this
+	// executable when it is empty.
+	Binary string
+	// Quiet logs only warnings of the harness.
+	Quiet bool
+
+	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
+}
+
+// MaxNodes caps --nodes: each node is a process (or a container) with two proxies of
+// its own, and a run is meant for one machine.
+const MaxNodes = 32
+
+// Prepare checks the spec and resolves its binary and backend. Its errors are usage
+// errors. A zero value is an error, never a silent default.
+func (s *Spec) Prepare() error {
+	switch {
+	case s.Nodes < 1:
+		return fmt.Errorf("need --nodes >= 1 (got %d)", s.Nodes)
+	case s.Nodes > MaxNodes:
+		return fmt.Errorf("--nodes %d: at most %d nodes run on one machine", s.Nodes, MaxNodes)
+	case s.Duration <= 0:
+		return fmt.Errorf("need --duration > 0 (got %v)", s.Duration)
+	case s.LeaseTTL < 100*time.Millisecond:
+		return fmt.Errorf("need --lease-ttl >= 100ms (got %v)", s.LeaseTTL)
+	}
+	if _, err := variants.ByName(s.Variant); err != nil {
+		return err
+	}
+	if s.Binary == "" {
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		s.Binary = bin
+	}
+	if st, err := os.Stat(s.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--binary %s: not an executable file", s.Binary)
+	}
+	start, name, err := pickBackend(s.Backend, s.Binary)
+	if err != nil {
+		return err
+	}
+	if name == "local" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
+		}
+	}
+	if err := s.checkNode(); err != nil {
+		return err
+	}
+	s.start, s.Backend = start, name
+	return nil
+}
+
+// NodeOptions are the settings every node of the run starts with.
+func (s Spec) NodeOptions() cluster.NodeOptions {
+	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
+		Workload: s.Workload.Name, Batch: s.Workload.Batch}
+}
+
+// checkNode asks the binary whether a node would accept the run's settings (`fenceline
+// node --check`, which connects to nothing), so that settings a node rejects are a
+// usage error with the node's own message before the run begins, not a run that fails
+// at start.
+func (s Spec) checkNode() error {
+	tmp, err := os.MkdirTemp("", "fenceline-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := s.NodeOptions().Args("n1", "127.0.0.1:6379", "http://127.0.0.1:8000", "127.0.0.1:0", "",
+		filepath.Join(tmp, "n1.jsonl"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg == "" {
+			msg = "(it printed nothing)"
+		}
+		return fmt.Errorf("%s does not accept the nodes' settings (%v): %s", s.Binary, err, msg)
+	}
+	return nil
+}
+
+// Outcome is what one chaos run produced.
+type Outcome struct {
+	// Dir is the run directory; "" if it could not be created.
+	Dir string
+	// Code is the exit code of `fenceline chaos` for the run.
+	Code int
+	// Result is the checker's result; nil if the run was not checked.
+	Result *checker.Result
+	// RunErr is the harness's error, if any: it wraps harness.ErrIncomplete when the run
+	// could not be completed.
+	RunErr error
+}
+
+// Run makes the run directory under s.Out, runs the harness, checks the run, writes
+// its report and prints the summary to stdout. It blocks until all of that is done,
+// also when ctx is cancelled (the harness then heals and cleans up first). s must
+// have been prepared.
+func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
+	dir, err := NewRunDir(s.Out, s.Seed)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+		return Outcome{Code: exitcode.Usage, RunErr: err}
+	}
+	logLevel := slog.LevelInfo
+	if s.Quiet {
+		logLevel = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	cfg := harness.Config{
+		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
+		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
+		Node:     s.NodeOptions(),
+		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
+	}
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
+	runErr := harness.Run(ctx, cfg)
+	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
+		return Outcome{Dir: dir, Code: exitcode.Usage, RunErr: runErr}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
+	}
+	// Histories and the audit copy are kept compressed (check and report read them
+	// either way): a long run's directory is an artifact CI systems keep. Before the
+	// check, so that the report links the files that exist.
+	if err := harness.CompressRun(dir); err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: compress %s: %v\n", s.Cmd, dir, err)
+	}
+	code, res := judge.Dir(dir, stdout, stderr)
+	if runErr != nil && code == exitcode.OK {
+		// A run that could not be completed is never a pass.
+		code = exitcode.Unknown
+	}
+	if code == exitcode.Usage {
+		// The harness wrote this directory: what the checker cannot read in it is
+		// the run's failure (a torn record), not bad input from the user.
+		code = exitcode.Unknown
+	}
+	return Outcome{Dir: dir, Code: code, Result: res, RunErr: runErr}
+}
+
+// pickBackend returns the function that starts the chosen backend.
+func pickBackend(name, bin string) (func(context.Context, cluster.Spec) (cluster.Cluster, error), string, error) {
+	switch name {
+	case "auto":
+		if docker.EngineAvailable(context.Background()) {
+			return pickBackend("docker", bin)
+		}
+		return pickBackend("local", bin)
+	case "docker":
+		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+			c, err := docker.Start(ctx, docker.Config{Spec: spec})
+			if err != nil {
+				return nil, err // a plain nil: a typed nil *docker.Cluster is not a nil Cluster
+			}
+			return c, nil
+		}, "docker", nil
+	case "local":
+		return func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+			c, err := cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}, "local", nil
+	}
+	return nil, "", fmt.Errorf("unknown backend %q (local, docker, auto)", name)
+}
+
+// NewRunDir creates a new run directory <out>/<UTC timestamp>-<seed>[-k] and points
+// <out>/latest at it. The directory is created exclusively (os.Mkdir fails on one that
+// exists): two runs started in the same second with the same seed get two directories,
+// so that a run never reads or writes another's files.
+func NewRunDir(out string, seed int64) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	base := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), seed)
+	name := base
+	for k := 2; ; k++ {
+		err := os.Mkdir(filepath.Join(out, name), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || k > 1000 {
+			return "", err
+		}
+		name = fmt.Sprintf("%s-%d", base, k)
+	}
+	// Replace the link atomically: a link made under a private name and renamed over
+	// the old one, so that concurrent runs never see it missing or fail on it.
+	tmp := filepath.Join(out, fmt.Sprintf(".latest-%d-%s", os.Getpid(), name))
+	if err := os.Symlink(name, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(out, "latest")); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return filepath.Join(out, name), nil
+}
+
+// variantArg is the --variant to pass to nodes: none for the reference.
+func variantArg(v string) string {
+	if v == variants.Reference {
+		return ""
+	}
+	return v
+}
+
+// version is the module version this binary was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return bi.Main.Version
+}

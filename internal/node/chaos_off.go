@@ -1,0 +1,54 @@
+//go:build !chaos
+
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/listener"
+)
+
+// ChaosBuild is false in a default build: no variant, no fault hook, no register
+// workload is compiled in.
+const ChaosBuild = false
+
+// errNeedsChaos is what a default build answers to anything chaos-only.
+var errNeedsChaos = errors.New("needs a chaos build")
+
+func chaosAvailable() error {
+	return fmt.Errorf("--chaos: the fault hooks %w; this build runs the reference only: %s", errNeedsChaos, ChaosBuildHint)
+}
+
+func checkVariant(name string) error {
+	if name == Reference {
+		return nil
+	}
+	return fmt.Errorf("variant %q %w (the broken variants exist only there); this build runs the reference only: %s", name, errNeedsChaos, ChaosBuildHint)
+}
+
+func newStore(variant string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+	if err := checkVariant(variant); err != nil {
+		return nil, err
+	}
+	return listener.NewRedisStore(client, cfg)
+}
+
+func changeElector(string, *election.Elector) error { return nil }
+
+func faultHooks(bool, *http.ServeMux) election.Clock { return election.SystemClock() }
+
+func runRegister(context.Context, Config, redis.UniversalClient, *history.Recorder, *state) error {
+	return fmt.Errorf("the register workload %w: %s", errNeedsChaos, ChaosBuildHint)
+}
+
+// VariantHelp describes --variant, for -h.
+func VariantHelp() string {
+	return "the design to run: reference (the broken variants for self-validation exist only in a chaos build: bin/fenceline-chaos)"
+}

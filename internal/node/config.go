@@ -1,0 +1,133 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Workloads a node runs.
+const (
+	WorkloadListener = "listener" // elect, then ingest the event source
+	WorkloadRegister = "register" // concurrent fenced clients outside the election (chaos only)
+)
+
+// Reference is the name of the reference design, the only one a default build runs.
+const Reference = "reference"
+
+// ChaosBuildHint says how to get a chaos build, for the messages that need one.
+const ChaosBuildHint = "use a chaos build: bin/fenceline-chaos (make build), or go build -tags chaos ./cmd/fenceline"
+
+// Config is one node's settings. Every field is required unless it says otherwise; zero
+// is no setting (Validate rejects it rather than falling back to a default).
+type Config struct {
+	ID       string // instance id, unique among the nodes and stable across restarts
+	Source   string // event source URL (listener workload)
+	Election string // election name: the hash tag of every key
+	Control  string // control endpoint address
+	// AddrFile, if set, receives the control endpoint's bound address.
+	AddrFile string
+	// HistoryPath, if set, is the history file the node appends to (docs/history.md).
+	HistoryPath string
+	// Variant is the design to run: Reference, or (chaos build) a broken one.
+	Variant string
+	// Workload is WorkloadListener or (with Chaos) WorkloadRegister.
+	Workload string
+	// Chaos enables the fault hooks on the control endpoint (a chaos build only).
+	Chaos bool
+	// RemoteControl allows a Chaos node a control address that is not loopback.
+	RemoteControl bool
+	// Lease is the lease TTL (> 0); Renew and Retry the election's intervals (0: the
+	// election's defaults).
+	Lease, Renew, Retry time.Duration
+	// Batch is the number of events per commit; Clients the register workload's clients.
+	Batch, Clients int
+	// Redis are the client options (see election.ClientOptions).
+	Redis *redis.Options
+}
+
+// ErrUsage is wrapped by every error of Validate and Check, and by errors of Run that
+// come from the settings rather than from what the node met.
+var ErrUsage = errors.New("node: bad settings")
+
+// Validate checks the settings without touching anything (Redis is not needed yet). Its errors wrap ErrUsage and
+// are one line.
+func (c Config) Validate() error {
+	return usage(c.validate())
+}
+
+// usageError is an error of the settings: it wraps ErrUsage and keeps its message.
+type usageError struct{ err error }
+
+func (e usageError) Error() string   { return e.err.Error() }
+func (e usageError) Unwrap() []error { return []error{ErrUsage, e.err} }
+
+// usage marks err, if any, as an error of the settings.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+func (c Config) validate() error {
+	if c.ID == "" {
+		return errors.New("--id is required")
+	}
+	if err := checkVariant(c.Variant); err != nil {
+		return err
+	}
+	if c.Variant != Reference && !c.Chaos {
+		// A broken design must never run by accident outside the harness.
+		return fmt.Errorf("variant %q is broken on purpose and runs only with --chaos", c.Variant)
+	}
+	if c.Workload != WorkloadListener && c.Workload != WorkloadRegister {
+		return fmt.Errorf("unknown workload %q (listener, register)", c.Workload)
+	}
+	if c.Workload == WorkloadRegister && !c.Chaos {
+		// It takes tokens outside the election and commits synthetic events: on a live
+		// store it deposes the leader and corrupts the cursor, sink and balances.
+		return errors.New("the register workload commits synthetic events with tokens of its own and runs only with --chaos (the harness), never on a live store")
+	}
+	if c.Chaos {
+		if err := chaosAvailable(); err != nil {
+			return err
+		}
+		if !c.RemoteControl && !isLoopback(c.Control) {
+			return fmt.Errorf("--chaos serves unauthenticated fault hooks on --control %q, which is not a loopback address; use 127.0.0.1, or add --chaos-allow-remote-control", c.Control)
+		}
+	}
+	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 {
+		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1 and no negative interval (got %v, %d, %d, %v, %v)",
+			c.Lease, c.Batch, c.Clients, c.Renew, c.Retry)
+	}
+	return nil
+}
+
+// ready is Validate plus what Check and Run need besides.
+func (c Config) ready() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.Redis == nil {
+		return usage(errors.New("no Redis options"))
+	}
+	return nil
+}
+
+// isLoopback reports whether the host of addr is a loopback address or "localhost". An
+// empty host (":9100") listens on every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

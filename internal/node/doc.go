@@ -1,0 +1,9 @@
+// Package node assembles one fenceline node: the elector and the fenced listener on one
+// Redis client, the history recorder, and the control endpoint (/status, /health,
+// /metrics). It is `fenceline node` without its flags.
+//
+// What exists only to break or probe the node — the broken variants, the clock fault
+// hook (POST /fault/clock), the register workload — is compiled in a chaos build only
+// (go build -tags chaos). A default build runs the reference design and nothing else:
+// asked for anything else, it says that a chaos build is needed.
+package node

@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/history"
+)
+
+// electionRecorder writes the elector's steps to the node's history, and tells health
+// whether Redis answered them.
+type electionRecorder struct {
+	rec    *history.Recorder
+	node   string
+	boot   string
+	seq    *atomic.Int64
+	health *health
+}
+
+func newElectionRecorder(rec *history.Recorder, node string, h *health) electionRecorder {
+	return electionRecorder{rec: rec, node: node, boot: newBoot(), seq: new(atomic.Int64), health: h}
+}
+
+func (r electionRecorder) nextID() string {
+	return r.node + "/" + r.boot + "/e" + strconv.FormatInt(r.seq.Add(1), 10)
+}
+
+func (r electionRecorder) Invoke(op election.Op, token int64) func(election.Result) {
+	id, kind := r.nextID(), history.Kind(op)
+	r.rec.Record(history.Event{ID: id, Type: history.Invoke, Kind: kind, Node: r.node, Token: token})
+	return func(res election.Result) {
+		ev := history.Event{ID: id, Kind: kind, Node: r.node, Token: res.Token}
+		switch res.Outcome {
+		case election.OK:
+			ev.Type = history.OK
+			r.health.answered()
+		case election.Fail:
+			ev.Type, ev.Error = history.Fail, history.ErrNotHeld
+			r.health.answered()
+		default:
+			ev.Type = history.Info
+			if res.Err != nil {
+				ev.Error = res.Err.Error()
+				if !errors.Is(res.Err, context.Canceled) {
+					r.health.failed(res.Err)
+				}
+			}
+		}
+		r.rec.Record(ev)
+	}
+}
+
+func (r electionRecorder) StepDown(token int64, reason election.Reason) {
+	r.rec.Record(history.Event{ID: r.nextID(), Type: history.Info, Kind: history.KindStepDown,
+		Node: r.node, Token: token, Reason: string(reason)})
+}
+
+// newBoot returns a random id for this process, so that operation ids stay unique across
+// restarts of a node.
+func newBoot() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

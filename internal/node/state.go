@@ -1,0 +1,126 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
+)
+
+// state is what /status and /health report.
+type state struct {
+	id, variant string
+	chaos       bool
+	elector     *election.Elector // nil for the register workload
+	health      *health
+	cursor      atomic.Int64
+	commits     atomic.Int64
+	rejected    atomic.Int64
+	historyErr  atomic.Pointer[string]
+}
+
+// setHistoryError records the first error writing the history.
+func (s *state) setHistoryError(err error) {
+	msg := err.Error()
+	s.historyErr.CompareAndSwap(nil, &msg)
+}
+
+// Status is what GET /status answers, as JSON. The harness reads it with a type of its
+// own (cluster.NodeStatus); a test keeps the two in step.
+type Status struct {
+	ID       string `json:"id"`
+	Role     string `json:"role"` // "leader" or "follower"
+	Token    int64  `json:"token,omitempty"`
+	Leader   string `json:"leader,omitempty"` // last leader this node saw
+	Cursor   int64  `json:"cursor"`
+	Variant  string `json:"variant"`
+	Chaos    bool   `json:"chaos"`
+	Commits  int64  `json:"commits"`
+	Rejected int64  `json:"rejected"`
+	// HistoryError is set when the node could not write its history (a full disk).
+	HistoryError string `json:"history_error,omitempty"`
+}
+
+func (s *state) status() Status {
+	st := Status{
+		ID: s.id, Role: string(election.RoleFollower), Variant: s.variant, Chaos: s.chaos,
+		Cursor: s.cursor.Load(), Commits: s.commits.Load(), Rejected: s.rejected.Load(),
+	}
+	if e := s.historyErr.Load(); e != nil {
+		st.HistoryError = *e
+	}
+	if s.elector != nil {
+		es := s.elector.Status()
+		st.Role, st.Token, st.Leader = string(es.Role), es.Token, es.Leader
+	}
+	return st
+}
+
+// trackingStore counts what a store did, for /status; it changes nothing.
+type trackingStore struct {
+	listener.CursorStore
+	st *state
+}
+
+func (t *trackingStore) Load(ctx context.Context) (int64, int64, error) {
+	c, tok, err := t.CursorStore.Load(ctx)
+	if err == nil {
+		t.st.cursor.Store(c)
+		t.st.health.answered()
+	} else if ctx.Err() == nil {
+		t.st.health.failed(err)
+	}
+	return c, tok, err
+}
+
+func (t *trackingStore) Commit(ctx context.Context, token, from int64, events []source.Event) error {
+	err := t.CursorStore.Commit(ctx, token, from, events)
+	switch {
+	case err == nil:
+		t.st.commits.Add(1)
+		if len(events) > 0 {
+			t.st.cursor.Store(events[len(events)-1].ID)
+		}
+		t.st.health.answered()
+	case errors.Is(err, listener.ErrStaleToken) || errors.Is(err, listener.ErrCursorConflict):
+		t.st.rejected.Add(1)
+		t.st.health.answered()
+	case errors.Is(err, listener.ErrOutcomeUnknown) && ctx.Err() == nil:
+		t.st.health.failed(err)
+	}
+	return err
+}
+
+// controlHandler serves the node's control endpoint: /health, /status, /metrics. The
+// fault hooks are added to it by faultHooks, in a chaos build only.
+func controlHandler(st *state, reg *prometheus.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		ok, reason := st.health.state()
+		if e := st.historyErr.Load(); e != nil {
+			ok, reason = false, "cannot write the history: "+*e
+		}
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": reason})
+			return
+		}
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st.status())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
