@@ -17,6 +17,7 @@ type fault struct {
 	err       error         // answer with this error, without effect
 	hang      bool          // block until the request's ctx is done, then fail (a client that honours deadlines)
 	blackhole bool          // block until the store is unblocked, ignoring ctx, then fail with errConnReset
+	lost      bool          // take effect, then fail with errConnReset: the reply is lost
 }
 
 // fakeStore is an in-memory lease with the semantics of the Lua scripts. Its time is
@@ -66,8 +67,9 @@ func (s *fakeStore) expireLocked() {
 	}
 }
 
-// before applies the fault of op's next call. A non-nil error means "no effect".
-func (s *fakeStore) before(ctx context.Context, op Op) error {
+// before applies the fault of op's next call. A non-nil error means "no effect"; lost
+// means "take effect, then answer errConnReset".
+func (s *fakeStore) before(ctx context.Context, op Op) (lost bool, err error) {
 	s.mu.Lock()
 	s.calls[op]++
 	var f fault
@@ -81,61 +83,74 @@ func (s *fakeStore) before(ctx context.Context, op Op) error {
 	switch {
 	case f.blackhole:
 		<-s.unblock
-		return errConnReset
+		return false, errConnReset
 	case f.hang:
 		<-ctx.Done()
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return f.err
+	return f.lost, f.err
 }
 
 func (s *fakeStore) acquire(ctx context.Context, instance string, ttl time.Duration) (acquireReply, error) {
-	if err := s.before(ctx, OpAcquire); err != nil {
+	lost, err := s.before(ctx, OpAcquire)
+	if err != nil {
 		return acquireReply{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked()
-	if s.value != "" {
-		return acquireReply{holder: s.value, pttl: s.expires.Sub(time.Now()).Truncate(time.Millisecond)}, nil
+	r := acquireReply{holder: s.value, pttl: s.expires.Sub(time.Now()).Truncate(time.Millisecond)}
+	if s.value == "" {
+		s.counter++
+		s.value, s.expires = LockValue(instance, s.counter), time.Now().Add(ttl)
+		r = acquireReply{won: true, token: s.counter}
 	}
-	s.counter++
-	s.value, s.expires = LockValue(instance, s.counter), time.Now().Add(ttl)
-	return acquireReply{won: true, token: s.counter}, nil
+	if lost {
+		return acquireReply{}, errConnReset
+	}
+	return r, nil
 }
 
 func (s *fakeStore) renew(ctx context.Context, value string, ttl time.Duration) (bool, error) {
-	if err := s.before(ctx, OpRenew); err != nil {
+	lost, err := s.before(ctx, OpRenew)
+	if err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked()
-	if s.value != value {
-		return false, nil
+	ok := s.value == value
+	if ok {
+		s.expires = time.Now().Add(ttl)
 	}
-	s.expires = time.Now().Add(ttl)
-	return true, nil
+	if lost {
+		return false, errConnReset
+	}
+	return ok, nil
 }
 
 func (s *fakeStore) release(ctx context.Context, value string) (bool, error) {
-	if err := s.before(ctx, OpRelease); err != nil {
+	lost, err := s.before(ctx, OpRelease)
+	if err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked()
-	if s.value != value {
-		return false, nil
-	}
-	s.value = ""
-	for _, c := range s.subs {
-		select {
-		case c <- struct{}{}:
-		default:
+	ok := s.value == value
+	if ok {
+		s.value = ""
+		for _, c := range s.subs {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
 		}
 	}
-	return true, nil
+	if lost {
+		return false, errConnReset
+	}
+	return ok, nil
 }
 
 func (s *fakeStore) subscribe(context.Context) subscription {
