@@ -26,6 +26,20 @@
 // within a round trip; otherwise they retry when the lease's PTTL runs out or after
 // RetryInterval, whichever is sooner.
 //
+// # Lost replies
+//
+// A request that timed out is not a request that did not run: a stopped or partitioned
+// Redis queues it and runs it later. An acquire whose reply was lost may have taken the
+// lock, a renewal may have extended it. Nothing is re-sent blindly; instead, when an
+// acquire attempt finds the lock holding this instance's own value, the elector resolves
+// it at once. A token above every token it has seen issued can only come from one of its
+// own acquires: it adopts that term (a compare-and-PEXPIRE of the value, recorded as an
+// acquire with that token). Any other value of its own is a lease no term uses (a term
+// that ended after lost renewals, an earlier process of this instance): it releases it.
+// Either way the lease is not wasted: after Redis was stopped for longer than the lease,
+// the first new term starts within about RetryInterval of Redis answering again
+// (BenchmarkLostReply: p50 80ms, p99 95ms with a 100ms RetryInterval), not a lease later.
+//
 // # What it guarantees
 //
 //   - Tokens strictly increase: every term's token is greater than every token the counter
@@ -39,7 +53,10 @@
 //     so while this process's clock and Redis's run at rates within DriftMargin/LeaseTTL of
 //     each other, the leader has stepped down before anyone else can acquire.
 //   - Renewal and release act only on this term's own lock value: they never extend or
-//     delete a lease that another term holds.
+//     delete a lease that another term holds. Adoption and the release of an unused
+//     lease act only on a value of this instance.
+//   - Within one process, a token is led in at most one term: a term is adopted only with
+//     a token above every token the elector has seen issued, its own terms' included.
 //
 // # What it does not guarantee
 //
@@ -53,14 +70,18 @@
 //
 // # Redis client
 //
-// Build the client with MaxRetries: -1 (see ClientOptions and NewClient). go-redis
-// re-sends a timed-out command by default, and a silently re-sent acquire, renew or release
-// corrupts the history that Recorder keeps: one invoke would stand for two executions.
+// Build the client with MaxRetries: -1 (see ClientOptions and NewClient); New refuses a
+// client that retries (ErrRetryingClient). go-redis re-sends a timed-out command by
+// default, and a silently re-sent acquire, renew or release corrupts the history that
+// Recorder keeps: one invoke would stand for two executions.
 //
 // # Observability
 //
 // Logs (Config.Logger, silent by default) use constant messages — became-leader,
-// lost-leadership, renew-failed, released, release-failed, acquire-failed — with the data
-// in attributes (token, reason, error). Metrics are injected (NewMetrics) and Recorder
-// sees every request with its outcome: ok, fail, or unknown.
+// lost-leadership, renew-failed, released, release-failed, acquire-failed, adopted — with
+// the data in attributes (token, reason, error). Metrics are an interface with a no-op
+// default (NopMetrics; NewPrometheusMetrics exports them), and Recorder sees every request
+// with its outcome: ok, fail, or unknown. Config.OnNewLeader is called with each new lock
+// holder the elector observes, so callers need not poll Status; Check(maxTolerable) is a
+// health check that fails for a leader stuck past its local lease deadline.
 package election
