@@ -3,6 +3,7 @@
 // Package variants holds the deliberately broken designs that fenceline's self-validation
 // runs to prove that the harness can fail. EVERY VARIANT BUT Reference IS BROKEN ON
 // PURPOSE. They live here, in one place, so that no production code path can reach them:
+// the package exists only in a chaos build (go build -tags chaos), and even there
 // `fenceline node` accepts a variant other than reference only together with --chaos.
 //
 // Each variant names the fault kinds that expose it. `make validate` runs each under its
