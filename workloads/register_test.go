@@ -1,0 +1,88 @@
+//go:build chaos
+
+package workloads
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/listener"
+)
+
+// tokenLog records the register clients' token acquisitions.
+type tokenLog struct {
+	mu     sync.Mutex
+	tokens map[int64]string // token -> client
+	dup    bool
+}
+
+type clientRecorder struct {
+	log *tokenLog
+	id  string
+}
+
+func (r clientRecorder) Invoke(op election.Op, _ int64) func(election.Result) {
+	return func(res election.Result) {
+		if op != election.OpAcquire || res.Outcome != election.OK {
+			return
+		}
+		r.log.mu.Lock()
+		defer r.log.mu.Unlock()
+		if _, ok := r.log.tokens[res.Token]; ok {
+			r.log.dup = true
+		}
+		r.log.tokens[res.Token] = r.id
+	}
+}
+
+func (clientRecorder) StepDown(int64, election.Reason) {}
+
+// Register clients take their tokens from the election's counter, each token once, and
+// commit through the fenced store concurrently: the cursor moves, and the sink holds
+// exactly the events up to it.
+func TestRunRegister(t *testing.T) {
+	srv := redisserver.New(t)
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	log := &tokenLog{tokens: map[int64]string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err := RunRegister(ctx, RegisterConfig{
+		Node: "n1", Clients: 3, Election: "reg", Client: client,
+		Store: func(id string) (listener.CursorStore, error) {
+			return listener.NewRedisStore(client, listener.StoreConfig{Name: "reg", Node: id})
+		},
+		Recorder: func(id string) election.Recorder { return clientRecorder{log: log, id: id} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := listener.NewRedisStore(client, listener.StoreConfig{Name: "reg", Node: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor, _, err := st.Load(context.Background())
+	if err != nil || cursor == 0 {
+		t.Fatalf("cursor %d, %v: the clients committed nothing", cursor, err)
+	}
+	sink, err := client.LRange(context.Background(), listener.KeysFor("reg").Sink, 0, -1).Result()
+	if err != nil || int64(len(sink)) != cursor {
+		t.Errorf("sink has %d events for cursor %d (%v)", len(sink), cursor, err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	clients := map[string]bool{}
+	for _, c := range log.tokens {
+		clients[c] = true
+	}
+	if log.dup || len(clients) != 3 {
+		t.Errorf("tokens %v: duplicate %v, %d clients took tokens, want 3", log.tokens, log.dup, len(clients))
+	}
+	if err := RunRegister(context.Background(), RegisterConfig{}); err == nil {
+		t.Error("an empty RegisterConfig was accepted")
+	}
+}
