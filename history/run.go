@@ -362,7 +362,7 @@ func readHistories(files []string) ([]Event, []string, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := firstError(errs); err != nil {
 		return nil, nil, err
 	}
 	out := all[:0]
@@ -631,4 +631,24 @@ func (r *Run) Locate(id string) []string {
 		}
 	}
 	return out
+}
+
+// firstError returns the first of errs that is not nil, saying how many more there
+// are: an error message stays one line.
+func firstError(errs []error) error {
+	var first error
+	more := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		default:
+			more++
+		}
+	}
+	if more > 0 {
+		return fmt.Errorf("%w (and %d more files with errors)", first, more)
+	}
+	return first
 }

@@ -131,6 +131,7 @@ func TestLoadRunBadInput(t *testing.T) {
 		{"schedule an object", with(goodRun(), "schedule.json", `{"at_ns":1}`), history.ErrBadRunFile, []string{"schedule.json is not a fault schedule"}},
 		{"schedule of numbers", with(goodRun(), "schedule.json", `[1,2]`), history.ErrBadRunFile, []string{"schedule.json"}},
 		{"schedule step without kind", with(goodRun(), "schedule.json", `[{"at_ns":1}]`), history.ErrBadRunFile, []string{"step 0 is not a fault step"}},
+		{"two bad files", with(goodRun(), "history/n1.jsonl", "x\n", "history/n2.jsonl", "y\n"), history.ErrMalformed, []string{"n1.jsonl:1", "and 1 more files with errors"}},
 		{"torn line in the middle", with(goodRun(), "history/n1.jsonl", n1Lines[:60]+"\n"+n1Lines), history.ErrMalformed, []string{"n1.jsonl:1"}},
 		{"torn last audit line", with(goodRun(), "audit.jsonl", auditLine+"\n"+auditLine[:30]), history.ErrMalformed, []string{"audit.jsonl:2", "torn last line"}},
 		{"corrupt gzip history", with(goodRun(), "history/n1.jsonl", "\x00", "history/n2.jsonl.gz", "\x00"), history.ErrBadInput, []string{"n2.jsonl.gz"}},
