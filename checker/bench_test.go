@@ -377,7 +377,7 @@ func TestCoarseClockRegister(t *testing.T) {
 			break
 		}
 	}
-	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceTimeout: 5 * time.Second})
+	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func registerHistory(rng *rand.Rand, n int) ([]linOp, regState) {
 func TestChainAgreesWithPorcupineRegister(t *testing.T) {
 	n, seed := 2000, uint64(20261204)
 	if testing.Short() || raceEnabled {
-		n = 500
+		n = 200
 	}
 	if v, err := strconv.Atoi(os.Getenv("FENCELINE_DIFF_N")); err == nil {
 		n, seed = v, uint64(time.Now().UnixNano())
