@@ -160,3 +160,16 @@ func TestNodeRefusesBrokenVariantWithoutChaos(t *testing.T) {
 		}
 	}
 }
+
+// A soak runs `BINARY chaos` for every run: a binary without the harness (a default
+// build) is refused before anything runs.
+func TestSoakRefusesABinaryWithoutChaos(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runCmd("soak", "--binary", "/bin/false", "--out", out, "--runs", "1")
+	if code != exitUsage || !strings.Contains(stderr, "has no chaos command") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q; want 2 and one line", code, stderr)
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("a refused soak left %d entries in --out", len(left))
+	}
+}

@@ -10,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/node"
 	"github.com/fenceline/fenceline/soak"
 )
 
@@ -44,6 +46,11 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fenceline: %v\n", err)
 			return exitUsage
 		}
+	}
+	// Each run is `BINARY chaos`: a binary without the harness would fail every run.
+	if err := exec.Command(*binary, "chaos", "-h").Run(); err != nil {
+		fmt.Fprintf(stderr, "fenceline soak: --binary %s has no chaos command (%v): %s\n", *binary, err, node.ChaosBuildHint)
+		return exitUsage
 	}
 	cfg := soak.Config{
 		Binary: *binary, Out: *out, Runs: *runs, Duration: *duration, Seed0: *seed0, Shard: sh,

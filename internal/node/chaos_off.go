@@ -23,14 +23,14 @@ const ChaosBuild = false
 var errNeedsChaos = errors.New("needs a chaos build")
 
 func chaosAvailable() error {
-	return fmt.Errorf("--chaos: the fault hooks %w; this build runs the reference only: %s", errNeedsChaos, ChaosBuildHint)
+	return fmt.Errorf("--chaos %w (this build has no fault hooks and runs the reference only): %s", errNeedsChaos, ChaosBuildHint)
 }
 
 func checkVariant(name string) error {
 	if name == Reference {
 		return nil
 	}
-	return fmt.Errorf("variant %q %w (the broken variants exist only there); this build runs the reference only: %s", name, errNeedsChaos, ChaosBuildHint)
+	return fmt.Errorf("variant %q %w (the broken variants exist only there; this build runs the reference only): %s", name, errNeedsChaos, ChaosBuildHint)
 }
 
 func newStore(variant string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
