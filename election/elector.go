@@ -29,6 +29,7 @@ type Elector struct {
 	// floorKnown says that some answer has told it one since it was created.
 	floor      int64
 	floorKnown bool
+	unresolved bool  // an acquire got no answer since the last term started
 	adopting   int64 // the token of an adoption whose outcome is unknown, else 0
 
 	// The holder OnNewLeader was last called with (Run's goroutine only).
@@ -129,14 +130,17 @@ func (e *Elector) Check(maxTolerable time.Duration) error {
 // it. When an attempt finds the lock holding this instance's own value "<instance>:<t>",
 // Run resolves it at once instead of waiting for it to expire:
 //
-//   - if t is greater than every token this elector has seen issued, it can only come from
-//     one of its own acquires whose reply was lost: Run adopts that term. It sends a
+//   - if an acquire of this elector got no answer since its last term started, and t is
+//     greater than every token it has seen issued, t can only come from one of its own
+//     acquires whose reply was lost: Run adopts that term. It sends a
 //     compare-and-PEXPIRE of the value (recorded as an acquire with token t, see Recorder);
 //     if Redis confirms, the term starts with token t, and Term.Start is that request's
 //     send time.
 //   - otherwise it is a lease no term uses (a term of this elector that ended after a
 //     lost renewal or release, or an earlier process of this instance): Run releases it,
-//     which also wakes the standbys, and campaigns again at once.
+//     which also wakes the standbys, and campaigns again at once. (Two processes that run
+//     with one InstanceID at once break Config's rule; they may release each other's
+//     leases, and one that lost an acquire reply may adopt the other's term.)
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term)) error {
 	if lead == nil {
 		return errors.New("election: Run: nil lead func")
@@ -170,6 +174,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
+		e.unresolved = true
 		e.log.Warn("acquire-failed", slog.Any("error", err))
 		return e.cfg.RetryInterval, sub.C()
 	case !r.won:
@@ -190,6 +195,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 	}
 	complete(Result{Outcome: OK, Token: r.token})
 	e.learn(r.token)
+	e.unresolved = false
 	return e.lead(ctx, Term{Token: r.token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
 }
 
@@ -213,7 +219,7 @@ func (e *Elector) learn(token int64) {
 // lease otherwise (see Run). It returns how long to wait before the next attempt.
 func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term), sub subscription, token int64) (time.Duration, <-chan struct{}) {
 	value := LockValue(e.cfg.InstanceID, token)
-	ours := (e.floorKnown && token > e.floor) || token == e.adopting
+	ours := (e.unresolved && e.floorKnown && token > e.floor) || token == e.adopting
 	e.learn(token)
 	e.adopting = 0
 	if !ours {
@@ -242,6 +248,7 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 		return 0, nil
 	}
 	complete(Result{Outcome: OK, Token: token})
+	e.unresolved = false
 	e.cfg.Metrics.Recovered(RecoveryAdopted)
 	e.log.Info("adopted", slog.Int64("token", token))
 	return e.lead(ctx, Term{Token: token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)

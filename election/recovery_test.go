@@ -116,6 +116,39 @@ func TestUnusedOwnLeaseReleased(t *testing.T) {
 	})
 }
 
+// A lock value of this instance with a token above every token the elector has seen,
+// while none of its acquires is unresolved, is not adopted: it is not from this elector
+// (here, another process running with the same InstanceID, against Config's rule). It is
+// released, so that no two processes lead one token.
+func TestOwnValueAdoptedOnlyAfterALostAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStore()
+		e, rec := newTestElector(t, fs, Config{InstanceID: "a"})
+		tr := newTracker()
+		stop := start(t, e, tr.lead)
+		time.Sleep(time.Second)
+		fs.mu.Lock()
+		fs.counter = 2
+		fs.mu.Unlock()
+		fs.set("a:2", time.Minute) // the other process's term
+		time.Sleep(time.Second)
+		stop()
+		for _, s := range rec.find("invoke", OpAcquire) {
+			if s.Token == 2 {
+				t.Fatalf("adopted token 2: %+v", rec.all())
+			}
+		}
+		if r := rec.find("ok", OpRelease); len(r) == 0 || r[0].Token != 2 {
+			t.Errorf("releases = %+v, want token 2's", r)
+		}
+		for _, l := range tr.all() {
+			if l.Term.Token == 2 {
+				t.Errorf("led token 2: %+v", tr.all())
+			}
+		}
+	})
+}
+
 // Renewals whose replies are lost extend the lock although the leader never hears it: it
 // steps down at its deadline, then finds its ended term's value in the lock and releases
 // it, so a new term starts at once instead of a lease later.
