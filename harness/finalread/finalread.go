@@ -1,4 +1,13 @@
-package harness
+// Package finalread is the judge's own reader of a store's final state: raw Redis
+// commands, and parsing written here from the documented key layout (README, "Redis key
+// layout"; docs/history.md), sharing no code with the listener it judges, so that a bug
+// in the listener's parsing cannot hide itself by reading the evidence the same wrong
+// way. Parsing is strict: a field that is missing, duplicated, unexpected or not a
+// canonical decimal integer is an error, never a 0.
+//
+// It is a leaf (go-redis and history only), so that `fenceline status` can use it
+// without the harness.
+package finalread
 
 import (
 	"context"
@@ -12,16 +21,9 @@ import (
 	"github.com/fenceline/fenceline/history"
 )
 
-// The final read is the judge's own: it reads the store with raw commands and parses the
-// replies here, sharing no code with the listener it judges (a bug in the listener's
-// parsing must not hide itself by reading the evidence the same wrong way). The key
-// names are written from the documented layout (README, "Redis key layout"), not
-// imported. Parsing is strict: a field that is missing, duplicated, unexpected or not a
-// canonical decimal integer is an error, never a 0.
-
 // ErrBadStore is returned (wrapped) when the store holds something the documented layout
 // does not allow: the final state cannot be judged.
-var ErrBadStore = errors.New("harness: store does not match its documented layout")
+var ErrBadStore = errors.New("final read: the store does not match its documented layout")
 
 // defaultElection is the election name when none is given (`--election` default).
 const defaultElection = "fenceline"
@@ -47,7 +49,7 @@ var auditResults = map[string]bool{
 const auditBadArgument = "bad-argument"
 
 // ReadStore reads the store's final state and the token counter of election name from
-// Redis at addr, bypassing every proxy (see ReadFinalState). It blocks until Redis
+// Redis at addr, bypassing every proxy (see Read). It blocks until Redis
 // answers, ctx ends, or 10s pass.
 func ReadStore(ctx context.Context, addr, name string) (*history.Store, error) {
 	c := redis.NewClient(&redis.Options{
@@ -55,16 +57,16 @@ func ReadStore(ctx context.Context, addr, name string) (*history.Store, error) {
 		ReadTimeout: 10 * time.Second, ContextTimeoutEnabled: true,
 	})
 	defer c.Close()
-	return ReadFinalState(ctx, c, name)
+	return Read(ctx, c, name)
 }
 
-// ReadFinalState reads the whole store of election name — the cursor record, the token
+// Read reads the whole store of election name — the cursor record, the token
 // counter, the balances, the sink and the audit stream — in one MULTI/EXEC, so the parts
 // are one snapshot. A key that does not exist reads as empty (no commit yet: cursor and
 // token 0); a key that exists must hold exactly what the layout says, or the read fails
 // with ErrBadStore. It blocks until Redis answers or ctx ends; the sink and the audit
 // stream are read whole.
-func ReadFinalState(ctx context.Context, c redis.UniversalClient, name string) (*history.Store, error) {
+func Read(ctx context.Context, c redis.UniversalClient, name string) (*history.Store, error) {
 	k := keysOf(name)
 	var rec, counter, bal, sink, audit *redis.Cmd
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -76,7 +78,7 @@ func ReadFinalState(ctx context.Context, c redis.UniversalClient, name string) (
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("harness: final read: %w", err)
+		return nil, fmt.Errorf("final read: %w", err)
 	}
 	st := &history.Store{Balances: map[string]int64{}, Sink: []int64{}, Audit: []history.AuditEntry{}}
 
@@ -93,7 +95,7 @@ func ReadFinalState(ctx context.Context, c redis.UniversalClient, name string) (
 	case errors.Is(err, redis.Nil):
 		// No token was ever issued (or Redis lost the counter): TokenCounter 0.
 	case err != nil:
-		return nil, fmt.Errorf("harness: final read: %s: %w", k.token, err)
+		return nil, fmt.Errorf("final read: %s: %w", k.token, err)
 	default:
 		if st.TokenCounter, err = canonicalInt(v); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadStore, k.token, err)
@@ -150,7 +152,7 @@ func ReadCursorRecord(ctx context.Context, c Doer, name string) (cursor, maxToke
 	key := keysOf(name).cursor
 	v, err := c.Do(ctx, "HMGET", key, "cursor", "token").Result()
 	if err != nil {
-		return 0, 0, fmt.Errorf("harness: read %s: %w", key, err)
+		return 0, 0, fmt.Errorf("final read: %s: %w", key, err)
 	}
 	vals, ok := v.([]any)
 	if !ok || len(vals) != 2 {
@@ -290,7 +292,7 @@ func validStreamID(s string) bool {
 func hashReply(c *redis.Cmd, key string) (map[string]any, error) {
 	v, err := c.Result()
 	if err != nil {
-		return nil, fmt.Errorf("harness: final read: %s: %w", key, err)
+		return nil, fmt.Errorf("final read: %s: %w", key, err)
 	}
 	m, err := pairs(v)
 	if err != nil {
@@ -336,7 +338,7 @@ func pairs(v any) (map[string]any, error) {
 func arrayReply(c *redis.Cmd, key string) ([]any, error) {
 	v, err := c.Result()
 	if err != nil {
-		return nil, fmt.Errorf("harness: final read: %s: %w", key, err)
+		return nil, fmt.Errorf("final read: %s: %w", key, err)
 	}
 	a, ok := v.([]any)
 	if !ok {
