@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 )
 
-// Cluster is a running cluster. Node ids are "n1".."nN". Every method that talks to a
-// process or the network takes ctx first. Implementations are safe for concurrent use.
+// Cluster is what a backend provides: a running cluster. Node ids are "n1".."nN".
+// Every method that talks to a process or the network takes ctx first.
+// Implementations are safe for concurrent use.
+//
+// Its users do not take it whole: each defines the small interface it needs
+// (nemesis.Target for the faults, the harness's view for a run, StatusReader for
+// Leader), so a backend is checked against what is used, and no user can reach past it
+// (there is no raw toxiproxy client: links are changed through ctx-aware calls).
 type Cluster interface {
 	// Nodes lists the node ids.
 	Nodes() []string
@@ -34,13 +38,21 @@ type Cluster interface {
 	StartRedis(ctx context.Context) error
 	// RedisAddr is Redis's address as the runner reaches it, bypassing every proxy.
 	RedisAddr() string
-	// Toxiproxy is a client of the cluster's toxiproxy API.
-	Toxiproxy() *toxiproxy.Client
-	// RedisProxy and SourceProxy name node id's proxies to Redis and to the source.
-	RedisProxy(id string) string
-	SourceProxy(id string) string
+	// AddRedisToxic adds a toxic to node id's link to Redis; RemoveRedisToxics removes
+	// toxics by name (one that is not there is not an error); ResetLinks removes every
+	// toxic of every link.
+	AddRedisToxic(ctx context.Context, id string, t Toxic) error
+	RemoveRedisToxics(ctx context.Context, id string, names ...string) error
+	ResetLinks(ctx context.Context) error
 	// Close stops and removes everything the cluster started. It is idempotent.
 	Close(ctx context.Context) error
+}
+
+// StatusReader is what Leader and WaitLeader need of a cluster.
+type StatusReader interface {
+	Nodes() []string
+	Running(id string) bool
+	NodeStatus(ctx context.Context, id string) (NodeStatus, error)
 }
 
 // NodeStatus is what a node's control endpoint reports on GET /status.

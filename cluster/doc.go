@@ -2,8 +2,12 @@
 // server, the event source and N `fenceline node` processes, each node reaching Redis and
 // the source only through its own toxiproxy proxies, so that one node can be cut off alone.
 //
-// Cluster is the interface that faults (package nemesis) and the runner act on. The local
-// backend (Local) runs everything as processes on 127.0.0.1; the docker backend (package
-// docker) runs the same programs as containers. A Cluster owns every process, proxy and
+// Cluster is what a backend provides. Its users each define the small part they use
+// (nemesis.Cluster for the faults, harness.Cluster for the runner, StatusReader here for
+// Leader). The local backend (Local) runs everything as processes on 127.0.0.1; the
+// docker backend (package docker) runs the same programs as containers. Both share their
+// defaults (Spec.WithDefaults, DefaultNodes), proxy naming (RedisProxyName,
+// SourceProxyName), the ctx-aware toxiproxy API client (Links), readiness polling
+// (WaitReady, ProbeHTTP) and the Redis ping (PingRedis). A Cluster owns every process, proxy and
 // port it starts and Close removes all of them, also after a failed start.
 package cluster

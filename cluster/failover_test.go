@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
-	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
-	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/source"
 )
@@ -97,9 +96,7 @@ func verify(t testing.TB, c *cluster.Local) *history.Store {
 			}
 		}
 	}
-	rc := election.NewClient(c.RedisAddr())
-	defer rc.Close()
-	st, err := listener.ReadState(ctx, rc, "", election.TokenKey(""))
+	st, err := harness.ReadStore(ctx, c.RedisAddr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
-	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/rs/zerolog"
 
 	"github.com/fenceline/fenceline/history"
@@ -44,7 +43,7 @@ type Local struct {
 
 	toxi     *toxiproxyserver.ApiServer
 	toxiHTTP *http.Server
-	toxiCli  *toxiproxy.Client
+	links    Links
 
 	source    *process
 	sourceURL string
@@ -71,17 +70,14 @@ var _ Cluster = (*Local)(nil)
 // StartLocal starts Redis, toxiproxy, the source and every node, and waits until each
 // node's control endpoint answers. On error everything already started is removed.
 func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
-	if cfg.Dir == "" || cfg.Binary == "" {
-		return nil, errors.New("cluster: LocalConfig.Dir and Binary are required")
+	if cfg.Binary == "" {
+		return nil, errors.New("cluster: LocalConfig.Binary is required")
+	}
+	if cfg.Spec, err = cfg.Spec.WithDefaults(); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(cfg.Binary); err != nil {
 		return nil, fmt.Errorf("cluster: fenceline binary: %w (run 'make build')", err)
-	}
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 3
-	}
-	if cfg.Nodes < 1 {
-		return nil, fmt.Errorf("cluster: %d nodes", cfg.Nodes)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -113,15 +109,15 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	}
 	for _, id := range l.ids {
 		n := &localNode{id: id}
-		rp, err := l.toxiCli.CreateProxy(l.RedisProxy(id), "127.0.0.1:0", l.redis.Addr())
+		rp, err := l.links.CreateProxy(ctx, RedisProxyName(id), "127.0.0.1:0", l.redis.Addr())
 		if err != nil {
-			return nil, fmt.Errorf("cluster: proxy %s: %w", l.RedisProxy(id), err)
+			return nil, err
 		}
-		sp, err := l.toxiCli.CreateProxy(l.SourceProxy(id), "127.0.0.1:0", l.source.addr)
+		sp, err := l.links.CreateProxy(ctx, SourceProxyName(id), "127.0.0.1:0", l.source.addr)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: proxy %s: %w", l.SourceProxy(id), err)
+			return nil, err
 		}
-		n.redis, n.source = rp.Listen, "http://"+sp.Listen
+		n.redis, n.source = rp, "http://"+sp
 		l.nodes[id] = n
 	}
 	for _, id := range l.ids {
@@ -140,7 +136,7 @@ func (l *Local) startToxiproxy() error {
 	}
 	l.toxiHTTP = &http.Server{Handler: l.toxi.Routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = l.toxiHTTP.Serve(ln) }()
-	l.toxiCli = toxiproxy.NewClient("http://" + ln.Addr().String())
+	l.links.SetAPI("http://" + ln.Addr().String())
 	return nil
 }
 
@@ -319,14 +315,24 @@ func (l *Local) StartRedis(ctx context.Context) error {
 // RedisAddr implements Cluster.
 func (l *Local) RedisAddr() string { return l.redis.Addr() }
 
-// Toxiproxy implements Cluster.
-func (l *Local) Toxiproxy() *toxiproxy.Client { return l.toxiCli }
+// AddRedisToxic implements Cluster.
+func (l *Local) AddRedisToxic(ctx context.Context, id string, t Toxic) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.AddRedisToxic(ctx, id, t)
+}
 
-// RedisProxy implements Cluster.
-func (l *Local) RedisProxy(id string) string { return id + "-redis" }
+// RemoveRedisToxics implements Cluster.
+func (l *Local) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.RemoveRedisToxics(ctx, id, names...)
+}
 
-// SourceProxy implements Cluster.
-func (l *Local) SourceProxy(id string) string { return id + "-source" }
+// ResetLinks implements Cluster.
+func (l *Local) ResetLinks(ctx context.Context) error { return l.links.ResetLinks(ctx) }
 
 // ControlAddr is node id's control endpoint (host:port).
 func (l *Local) ControlAddr(id string) string {
@@ -438,47 +444,29 @@ func (p *process) wait(ctx context.Context, grace time.Duration) error {
 
 // waitAddrFile waits until the process has written the address it listens on to path.
 func waitAddrFile(ctx context.Context, p *process, path string) (string, error) {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return strings.TrimSpace(string(b)), nil
+	var addr string
+	err := WaitReady(ctx, "the address in "+path, 15*time.Second, p.done, func(context.Context) error {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) == 0 {
+			return errors.New("no address yet")
 		}
-		select {
-		case <-p.done:
-			return "", fmt.Errorf("cluster: %s exited at start (see its log)", filepath.Base(p.cmd.Path))
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("cluster: no address in %s within 15s", path)
-		}
-	}
+		addr = strings.TrimSpace(string(b))
+		return nil
+	})
+	return addr, p.exitedErr(err)
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or ctx ends.
 func waitHTTP(ctx context.Context, p *process, url string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	c := http.Client{Timeout: time.Second}
-	for {
-		if resp, err := c.Get(url); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("cluster: %s exited at start (see its log)", filepath.Base(p.cmd.Path))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster: %s did not answer within 15s", url)
-		}
+	return p.exitedErr(WaitReady(ctx, url, 15*time.Second, p.done, func(ctx context.Context) error { return ProbeHTTP(ctx, url) }))
+}
+
+// exitedErr says which program exited at start, and where to look.
+func (p *process) exitedErr(err error) error {
+	if errors.Is(err, ErrExited) {
+		return fmt.Errorf("%w: %s (see its log)", ErrExited, filepath.Base(p.cmd.Path))
 	}
+	return err
 }
 
 // GetStatus reads a node's /status from its control endpoint.

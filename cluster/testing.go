@@ -11,7 +11,7 @@ import (
 
 // Leader asks every running node for its status and returns the one that leads with the
 // highest token. ok is false when no node says it leads.
-func Leader(ctx context.Context, c Cluster) (id string, token int64, ok bool) {
+func Leader(ctx context.Context, c StatusReader) (id string, token int64, ok bool) {
 	for _, n := range c.Nodes() {
 		if !c.Running(n) {
 			continue
@@ -26,7 +26,7 @@ func Leader(ctx context.Context, c Cluster) (id string, token int64, ok bool) {
 
 // WaitLeader polls until a node other than any in exclude leads with a token above
 // minToken, or timeout passes.
-func WaitLeader(ctx context.Context, c Cluster, minToken int64, timeout time.Duration, exclude ...string) (string, int64, error) {
+func WaitLeader(ctx context.Context, c StatusReader, minToken int64, timeout time.Duration, exclude ...string) (string, int64, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		if id, tok, ok := Leader(ctx, c); ok && tok > minToken && !contains(exclude, id) {

@@ -1,14 +1,11 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/moby/moby/api/types/container"
 	mobynet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -57,7 +53,7 @@ type Cluster struct {
 	dir     string // absolute run directory
 	log     *slog.Logger
 	cli     *client.Client
-	toxi    *toxiproxy.Client
+	links   cluster.Links
 	network string
 
 	// ctx lives until Close: log followers and exit watchers run under it.
@@ -136,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.network = nw.Name
 
-	c.redis = c.newBox("redis", redisPort, probeRedis)
+	c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
 	c.toxiproxy = c.newBox("toxiproxy", toxiAPIPort, probeHTTP("/version"))
 	c.source = c.newBox("source", sourcePort, probeHTTP("/health"))
 	for _, id := range c.ids {
@@ -161,8 +157,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			if err := c.createAndStart(ctx, c.toxiproxy, ImageToxiproxy, nil, nil); err != nil {
 				return err
 			}
-			c.toxi = toxiproxy.NewClient("http://" + c.addr(c.toxiproxy))
-			return c.createProxies()
+			c.links.SetAPI("http://" + c.addr(c.toxiproxy))
+			return c.createProxies(ctx)
 		},
 	}
 	historyBind := []string{filepath.Join(dir, history.HistoryDir) + ":/history"}
@@ -171,6 +167,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1)),
 			"http://"+net.JoinHostPort("toxiproxy", strconv.Itoa(sourceProxyBase+i+1)),
 			"0.0.0.0:"+portNum(controlPort), "", "/history/"+id+".jsonl")
+		if cfg.Node.Chaos {
+			// Inside the container the control endpoint must listen on every interface;
+			// its port is published on the host's 127.0.0.1 only.
+			args = append(args, "--chaos-allow-remote-control")
+		}
 		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], ImageFenceline, args, historyBind) })
 	}
 	if err := parallel(steps...); err != nil {
@@ -322,35 +323,26 @@ func (c *Cluster) hostAddr(ctx context.Context, b *box) (string, error) {
 }
 
 func (c *Cluster) waitReady(ctx context.Context, b *box, addr string, exited <-chan struct{}) error {
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
-	defer cancel()
-	for {
-		err := b.probe(wctx, addr)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return c.exitedAtStart(b)
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("docker: waiting for %s: %w", b.role, ctx.Err())
-			}
-			return fmt.Errorf("docker: %s did not answer at %s within %v: %v", b.role, addr, c.cfg.StartTimeout, err)
-		case <-time.After(25 * time.Millisecond):
-		}
+	err := cluster.WaitReady(ctx, b.role+" at "+addr, c.cfg.StartTimeout, exited,
+		func(ctx context.Context) error { return b.probe(ctx, addr) })
+	if errors.Is(err, cluster.ErrExited) {
+		return c.exitedAtStart(b)
 	}
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	return nil
 }
 
 // createProxies creates node i's two proxies, listening on all interfaces inside the
 // toxiproxy container.
-func (c *Cluster) createProxies() error {
+func (c *Cluster) createProxies(ctx context.Context) error {
 	for i, id := range c.ids {
-		if _, err := c.toxi.CreateProxy(c.RedisProxy(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
-			return fmt.Errorf("docker: proxy %s: %w", c.RedisProxy(id), err)
+		if _, err := c.links.CreateProxy(ctx, cluster.RedisProxyName(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
+			return fmt.Errorf("docker: %w", err)
 		}
-		if _, err := c.toxi.CreateProxy(c.SourceProxy(id), "0.0.0.0:"+strconv.Itoa(sourceProxyBase+i+1), "source:"+portNum(sourcePort)); err != nil {
-			return fmt.Errorf("docker: proxy %s: %w", c.SourceProxy(id), err)
+		if _, err := c.links.CreateProxy(ctx, cluster.SourceProxyName(id), "0.0.0.0:"+strconv.Itoa(sourceProxyBase+i+1), "source:"+portNum(sourcePort)); err != nil {
+			return fmt.Errorf("docker: %w", err)
 		}
 	}
 	return nil
@@ -601,15 +593,24 @@ func (c *Cluster) StartRedis(ctx context.Context) error {
 // every proxy. It changes when Redis is restarted.
 func (c *Cluster) RedisAddr() string { return c.addr(c.redis) }
 
-// Toxiproxy implements cluster.Cluster: a client of the toxiproxy API on its published
-// port.
-func (c *Cluster) Toxiproxy() *toxiproxy.Client { return c.toxi }
+// AddRedisToxic implements cluster.Cluster through the toxiproxy API's published port.
+func (c *Cluster) AddRedisToxic(ctx context.Context, id string, t cluster.Toxic) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	return c.links.AddRedisToxic(ctx, id, t)
+}
 
-// RedisProxy implements cluster.Cluster.
-func (c *Cluster) RedisProxy(id string) string { return id + "-redis" }
+// RemoveRedisToxics implements cluster.Cluster.
+func (c *Cluster) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	return c.links.RemoveRedisToxics(ctx, id, names...)
+}
 
-// SourceProxy implements cluster.Cluster.
-func (c *Cluster) SourceProxy(id string) string { return id + "-source" }
+// ResetLinks implements cluster.Cluster.
+func (c *Cluster) ResetLinks(ctx context.Context) error { return c.links.ResetLinks(ctx) }
 
 // Close implements cluster.Cluster: it kills every container of the run, lets the log
 // followers write their last lines, and removes the containers and the network (found
@@ -763,46 +764,7 @@ func portNum(p string) string { n, _, _ := strings.Cut(p, "/"); return n }
 
 // probeHTTP answers nil when GET path answers 200.
 func probeHTTP(path string) func(context.Context, string) error {
-	return func(ctx context.Context, addr string) error {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", path, resp.Status)
-		}
-		return nil
-	}
-}
-
-// probeRedis answers nil when Redis answers PING with PONG (not LOADING).
-func probeRedis(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING: %s", strings.TrimSpace(line))
-	}
-	return nil
+	return func(ctx context.Context, addr string) error { return cluster.ProbeHTTP(ctx, "http://"+addr+path) }
 }
 
 // tcLogger sends testcontainers-go's messages to our logger at debug level.

@@ -35,17 +35,13 @@ var runIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 
 // defaults fills in the defaults and validates the configuration.
 func (c *Config) defaults() error {
-	if c.Dir == "" {
-		return errors.New("docker: Config.Dir is required")
+	spec, err := c.Spec.WithDefaults()
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
 	}
-	if c.Nodes == 0 {
-		c.Nodes = 3
-	}
-	if c.Nodes < 1 || c.Nodes > 900 {
+	c.Spec = spec
+	if c.Nodes > 900 {
 		return fmt.Errorf("docker: %d nodes (1..900)", c.Nodes)
-	}
-	if c.SourceRate < 0 {
-		return fmt.Errorf("docker: source rate %g < 0", c.SourceRate)
 	}
 	if c.RunID == "" {
 		var b [4]byte

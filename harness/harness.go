@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
@@ -70,7 +71,7 @@ func (c *Config) defaults() error {
 		c.Duration = 60 * time.Second
 	}
 	if c.Nodes == 0 {
-		c.Nodes = 3
+		c.Nodes = cluster.DefaultNodes
 	}
 	if c.Node.LeaseTTL == 0 {
 		c.Node.LeaseTTL = 2 * time.Second
@@ -242,10 +243,20 @@ func causeOf(ctx context.Context, err error) error {
 	return err
 }
 
+// Cluster is the cluster as the harness sees it: what the faults act on, the nodes'
+// status, Redis's address bypassing every proxy, and Close. Config.Start returns a
+// backend's cluster.Cluster, of which the harness uses only this.
+type Cluster interface {
+	nemesis.Cluster
+	NodeStatus(ctx context.Context, id string) (cluster.NodeStatus, error)
+	RedisAddr() string
+	Close(ctx context.Context) error
+}
+
 type runner struct {
 	cfg    Config
 	log    *slog.Logger
-	c      cluster.Cluster
+	c      Cluster
 	faults *history.Recorder
 	seq    int
 	open   *openFault // the fault injected and not yet healed
@@ -428,3 +439,14 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 		return nil
 	}
 }
+
+// ReadStore reads the store's final state and the token counter of election name from
+// Redis at addr, bypassing every proxy, with the judge's own strict reader (package
+// finalread). A store that disagrees with its documented layout is ErrBadStore.
+func ReadStore(ctx context.Context, addr, name string) (*history.Store, error) {
+	return finalread.ReadStore(ctx, addr, name)
+}
+
+// ErrBadStore is returned (wrapped) by the final read when the store holds something
+// its documented layout does not allow: the run cannot be judged.
+var ErrBadStore = finalread.ErrBadStore

@@ -21,9 +21,7 @@ var eventName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 const errorKey = "error"
 
 // pendingLogs lists files whose messages are not converted yet, each with why.
-var pendingLogs = map[string]string{
-	"soak/runner.go": "owned by the soak work in progress; prose messages to convert",
-}
+var pendingLogs = map[string]string{}
 
 // slogMessageArg is the index of the message argument of a slog.Logger method.
 var slogMessageArg = map[string]int{

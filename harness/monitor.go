@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -124,7 +124,7 @@ func (m *monitor) probe() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.interval+500*time.Millisecond)
 	defer cancel()
 	sent := time.Now()
-	up := redisserver.Ping(ctx, m.r.c.RedisAddr()) == nil
+	up := cluster.PingRedis(ctx, m.r.c.RedisAddr()) == nil
 	m.mu.Lock()
 	switch {
 	case up && m.redisFault && m.healed:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/fenceline/fenceline/cluster"
 )
 
 // clockFault changes a node's injected clock through its control endpoint. It is honest
@@ -20,7 +18,7 @@ type clockFault struct{}
 func (clockFault) Kind() string      { return Clock }
 func (clockFault) TargetsNode() bool { return true }
 
-func (clockFault) Inject(ctx context.Context, c cluster.Cluster, target string, p Params) (string, error) {
+func (clockFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
 	offset, rate := ClockSkew(p)
 	what := fmt.Sprintf("offset %v rate %g", offset, rate)
 	return what, c.SetClock(ctx, target, offset, rate)
@@ -39,7 +37,7 @@ func ClockSkew(p Params) (time.Duration, float64) {
 	}
 }
 
-func (clockFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
+func (clockFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
 	if !c.Running(target) {
 		return "not running", nil
 	}

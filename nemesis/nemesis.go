@@ -35,8 +35,48 @@ type Fault interface {
 	Kind() string
 	// TargetsNode is false for faults that act on Redis rather than on a node.
 	TargetsNode() bool
-	Inject(ctx context.Context, c cluster.Cluster, target string, p Params) (string, error)
-	Heal(ctx context.Context, c cluster.Cluster, target string) (string, error)
+	Inject(ctx context.Context, c Cluster, target string, p Params) (string, error)
+	Heal(ctx context.Context, c Cluster, target string) (string, error)
+}
+
+// Cluster is the cluster as the faults see it, defined here by its users: each fault
+// uses one of its parts. A cluster.Cluster is one. Every call that reaches a process or
+// the network takes ctx.
+type Cluster interface {
+	Processes
+	Clocks
+	Links
+	RedisProcess
+}
+
+// Processes are the nodes' processes: what kill, stop and pause act on.
+type Processes interface {
+	Nodes() []string
+	// Running is true while the node's process is up (paused counts as up).
+	Running(id string) bool
+	StartNode(ctx context.Context, id string) error
+	StopNode(ctx context.Context, id string) error
+	KillNode(ctx context.Context, id string) error
+	PauseNode(ctx context.Context, id string) error
+	ResumeNode(ctx context.Context, id string) error
+}
+
+// Clocks set a node's injected clock (the clock fault).
+type Clocks interface {
+	SetClock(ctx context.Context, id string, offset time.Duration, rate float64) error
+}
+
+// Links change a node's network link to Redis (partitions, delay).
+type Links interface {
+	AddRedisToxic(ctx context.Context, id string, t cluster.Toxic) error
+	RemoveRedisToxics(ctx context.Context, id string, names ...string) error
+	ResetLinks(ctx context.Context) error
+}
+
+// RedisProcess is Redis's process (the Redis restarts).
+type RedisProcess interface {
+	KillRedis(ctx context.Context) error
+	StartRedis(ctx context.Context) error
 }
 
 // Params are the schedule's random choices for one injection.
@@ -94,13 +134,13 @@ func ParseList(s string) ([]string, error) { return faults.ParseList(s) }
 // HealAll heals every fault kind on every node and Redis, whatever is open. It is what
 // the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it
 // returns every error it met rather than stopping at the first.
-func HealAll(ctx context.Context, c cluster.Cluster) error {
+func HealAll(ctx context.Context, c Cluster) error {
 	var errs []error
 	if err := c.StartRedis(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Toxiproxy().ResetState(); err != nil {
-		errs = append(errs, fmt.Errorf("nemesis: toxiproxy reset: %w", err))
+	if err := c.ResetLinks(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("nemesis: %w", err))
 	}
 	for _, id := range c.Nodes() {
 		if c.Running(id) {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
-	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -218,9 +218,7 @@ func TestRedisRestart(t *testing.T) {
 
 func readStore(t *testing.T, c cluster.Cluster) *history.Store {
 	t.Helper()
-	rc := election.NewClient(c.RedisAddr())
-	defer rc.Close()
-	st, err := listener.ReadState(context.Background(), rc, "", election.TokenKey(""))
+	st, err := harness.ReadStore(context.Background(), c.RedisAddr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

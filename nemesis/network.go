@@ -2,11 +2,8 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/fenceline/fenceline/cluster"
 )
@@ -27,28 +24,26 @@ type partitionFault struct{ kind string }
 func (f partitionFault) Kind() string    { return f.kind }
 func (partitionFault) TargetsNode() bool { return true }
 
-func (f partitionFault) Inject(ctx context.Context, c cluster.Cluster, target string, _ Params) (string, error) {
-	p, err := c.Toxiproxy().Proxy(c.RedisProxy(target))
-	if err != nil {
-		return "", fmt.Errorf("nemesis: %w", err)
-	}
+func (f partitionFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
 	typ, what := "reset_peer", "connections reset"
 	if f.kind == PartitionBlackhole {
 		typ, what = "timeout", "data dropped, connections hang"
 	}
 	// Toxicity 1: a toxicity of 0 would mean "never fire".
-	attrs := toxiproxy.Attributes{"timeout": 0}
-	if _, err := p.AddToxic(toxicPartitionUp, typ, "upstream", 1, attrs); err != nil {
-		return "", fmt.Errorf("nemesis: %w", err)
-	}
-	if _, err := p.AddToxic(toxicPartitionDown, typ, "downstream", 1, attrs); err != nil {
-		return "", fmt.Errorf("nemesis: %w", err)
+	attrs := map[string]any{"timeout": 0}
+	for _, t := range []cluster.Toxic{
+		{Name: toxicPartitionUp, Type: typ, Stream: "upstream", Toxicity: 1, Attributes: attrs},
+		{Name: toxicPartitionDown, Type: typ, Stream: "downstream", Toxicity: 1, Attributes: attrs},
+	} {
+		if err := c.AddRedisToxic(ctx, target, t); err != nil {
+			return "", fmt.Errorf("nemesis: %w", err)
+		}
 	}
 	return what, nil
 }
 
-func (partitionFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
-	return "toxics removed", removeToxics(c, c.RedisProxy(target), toxicPartitionUp, toxicPartitionDown)
+func (partitionFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+	return "toxics removed", removeToxics(ctx, c, target, toxicPartitionUp, toxicPartitionDown)
 }
 
 // delayFault adds latency longer than the lease to the node's requests to Redis, so a
@@ -58,14 +53,11 @@ type delayFault struct{}
 func (delayFault) Kind() string      { return Delay }
 func (delayFault) TargetsNode() bool { return true }
 
-func (delayFault) Inject(ctx context.Context, c cluster.Cluster, target string, p Params) (string, error) {
-	px, err := c.Toxiproxy().Proxy(c.RedisProxy(target))
-	if err != nil {
-		return "", fmt.Errorf("nemesis: %w", err)
-	}
+func (delayFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
 	lat := DelayLatency(p)
-	attrs := toxiproxy.Attributes{"latency": lat.Milliseconds(), "jitter": 0}
-	if _, err := px.AddToxic(toxicDelay, "latency", "upstream", 1, attrs); err != nil {
+	t := cluster.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
+		Attributes: map[string]any{"latency": lat.Milliseconds(), "jitter": 0}}
+	if err := c.AddRedisToxic(ctx, target, t); err != nil {
 		return "", fmt.Errorf("nemesis: %w", err)
 	}
 	return fmt.Sprintf("latency %v upstream", lat), nil
@@ -76,29 +68,15 @@ func DelayLatency(p Params) time.Duration {
 	return p.LeaseTTL*5/4 + time.Duration(p.Magnitude*float64(p.LeaseTTL*3/4))
 }
 
-func (delayFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
-	return "toxic removed", removeToxics(c, c.RedisProxy(target), toxicDelay)
+func (delayFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+	return "toxic removed", removeToxics(ctx, c, target, toxicDelay)
 }
 
-// removeToxics removes the named toxics; a toxic that is not there is not an error.
-func removeToxics(c cluster.Cluster, proxy string, names ...string) error {
-	p, err := c.Toxiproxy().Proxy(proxy)
-	if err != nil {
+// removeToxics removes the named toxics from node target's link to Redis; a toxic that
+// is not there is not an error.
+func removeToxics(ctx context.Context, c Links, target string, names ...string) error {
+	if err := c.RemoveRedisToxics(ctx, target, names...); err != nil {
 		return fmt.Errorf("nemesis: %w", err)
 	}
-	have, err := p.Toxics()
-	if err != nil {
-		return fmt.Errorf("nemesis: %w", err)
-	}
-	var errs []error
-	for _, t := range have {
-		for _, n := range names {
-			if t.Name == n {
-				if err := p.RemoveToxic(n); err != nil {
-					errs = append(errs, fmt.Errorf("nemesis: remove %s: %w", n, err))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }

@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-
-	"github.com/fenceline/fenceline/cluster"
 )
 
 // killFault kills a node with SIGKILL: no release, the lease must expire. Heal restarts it.
@@ -12,11 +10,11 @@ type killFault struct{}
 func (killFault) Kind() string      { return Kill }
 func (killFault) TargetsNode() bool { return true }
 
-func (killFault) Inject(ctx context.Context, c cluster.Cluster, target string, _ Params) (string, error) {
+func (killFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
 	return "SIGKILL", c.KillNode(ctx, target)
 }
 
-func (killFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
+func (killFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
 	return restart(ctx, c, target)
 }
 
@@ -27,15 +25,15 @@ type stopFault struct{}
 func (stopFault) Kind() string      { return Stop }
 func (stopFault) TargetsNode() bool { return true }
 
-func (stopFault) Inject(ctx context.Context, c cluster.Cluster, target string, _ Params) (string, error) {
+func (stopFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
 	return "SIGTERM", c.StopNode(ctx, target)
 }
 
-func (stopFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
+func (stopFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
 	return restart(ctx, c, target)
 }
 
-func restart(ctx context.Context, c cluster.Cluster, target string) (string, error) {
+func restart(ctx context.Context, c Cluster, target string) (string, error) {
 	if c.Running(target) {
 		return "already running", nil
 	}
@@ -49,11 +47,11 @@ type pauseFault struct{}
 func (pauseFault) Kind() string      { return Pause }
 func (pauseFault) TargetsNode() bool { return true }
 
-func (pauseFault) Inject(ctx context.Context, c cluster.Cluster, target string, _ Params) (string, error) {
+func (pauseFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
 	return "SIGSTOP", c.PauseNode(ctx, target)
 }
 
-func (pauseFault) Heal(ctx context.Context, c cluster.Cluster, target string) (string, error) {
+func (pauseFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
 	if !c.Running(target) {
 		return "not running", nil
 	}

@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-
-	"github.com/fenceline/fenceline/cluster"
 )
 
 // redisRestartFault kills Redis with SIGKILL and starts it again at heal. With the
@@ -16,10 +14,10 @@ type redisRestartFault struct{ kind string }
 func (f redisRestartFault) Kind() string    { return f.kind }
 func (redisRestartFault) TargetsNode() bool { return false }
 
-func (redisRestartFault) Inject(ctx context.Context, c cluster.Cluster, _ string, _ Params) (string, error) {
+func (redisRestartFault) Inject(ctx context.Context, c Cluster, _ string, _ Params) (string, error) {
 	return "SIGKILL redis-server", c.KillRedis(ctx)
 }
 
-func (redisRestartFault) Heal(ctx context.Context, c cluster.Cluster, _ string) (string, error) {
+func (redisRestartFault) Heal(ctx context.Context, c Cluster, _ string) (string, error) {
 	return "redis-server started", c.StartRedis(ctx)
 }
