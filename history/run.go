@@ -356,8 +356,8 @@ func readHistories(files []string) ([]Event, []string, error) {
 				return
 			}
 			defer rc.Close()
-			if parts[i], warns[i], errs[i] = readInto(rc, f, dst, true); errs[i] == nil {
-				SortByTime(parts[i])
+			if parts[i], warns[i], errs[i] = readInto(rc, f, dst, true); errs[i] == nil && !sortedByTime(parts[i]) {
+				SortByTime(parts[i]) // a node writes in time order: rarely needed
 			}
 		})
 	}
@@ -366,10 +366,13 @@ func readHistories(files []string) ([]Event, []string, error) {
 		return nil, nil, err
 	}
 	out := all[:0]
+	bounds := make([]int, 0, len(parts)+1)
 	for _, p := range parts {
+		bounds = append(bounds, len(out))
 		out = append(out, p...) // copies within all, towards its start, or from a reallocated part
 	}
-	SortByTime(out) // merges the sorted parts
+	bounds = append(bounds, len(out))
+	mergeRuns(out, bounds)
 	var ws []string
 	for _, w := range warns {
 		if w != "" {
@@ -452,38 +455,95 @@ func readStore(path string, st *Store) error {
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	var has struct {
-		Cursor       present `json:"cursor"`
-		MaxToken     present `json:"max_token"`
-		TokenCounter present `json:"token_counter"`
-		Sink         present `json:"sink"`
-		Balances     present `json:"balances"`
+	var f struct {
+		Cursor       *int64       `json:"cursor"`
+		MaxToken     *int64       `json:"max_token"`
+		TokenCounter *int64       `json:"token_counter"`
+		Sink         sinkJSON     `json:"sink"`
+		Balances     balancesJSON `json:"balances"`
+		Audit        []AuditEntry `json:"audit"`
 	}
-	if err := json.Unmarshal(b, &has); err != nil {
+	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("%w: %s is not a final store read: %v", ErrBadRunFile, path, err)
 	}
 	var missing []string
-	for _, f := range []struct {
+	for _, m := range []struct {
 		name string
-		ok   present
-	}{{"cursor", has.Cursor}, {"max_token", has.MaxToken}, {"token_counter", has.TokenCounter}, {"sink", has.Sink}, {"balances", has.Balances}} {
-		if !f.ok {
-			missing = append(missing, f.name)
+		ok   bool
+	}{{"cursor", f.Cursor != nil}, {"max_token", f.MaxToken != nil}, {"token_counter", f.TokenCounter != nil}, {"sink", f.Sink.set}, {"balances", f.Balances.set}} {
+		if !m.ok {
+			missing = append(missing, m.name)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s is not a final store read: missing %s", ErrBadRunFile, path, strings.Join(missing, ", "))
 	}
-	if err := json.Unmarshal(b, st); err != nil {
-		return fmt.Errorf("%w: %s is not a final store read: %v", ErrBadRunFile, path, err)
-	}
+	*st = Store{Cursor: *f.Cursor, MaxToken: *f.MaxToken, TokenCounter: *f.TokenCounter, Sink: f.Sink.v, Balances: f.Balances.v, Audit: f.Audit}
 	return nil
 }
 
-// present records that a JSON member exists (null included), without decoding it.
-type present bool
+// sinkJSON decodes the sink, a long array of integers, directly (encoding/json
+// decodes it by reflection, a slice growing by doubling), and records that the member
+// exists, null included.
+type sinkJSON struct {
+	set bool
+	v   []int64
+}
 
-func (p *present) UnmarshalJSON([]byte) error { *p = true; return nil }
+func (s *sinkJSON) UnmarshalJSON(b []byte) error {
+	s.set = true
+	if v, ok := parseInts(b); ok {
+		s.v = v
+		return nil
+	}
+	return json.Unmarshal(b, &s.v)
+}
+
+// parseInts parses a JSON array of plain integers, or null; false for anything else.
+func parseInts(b []byte) ([]int64, bool) {
+	i := skipSpace(b, 0)
+	if string(b[i:]) == "null" {
+		return nil, true
+	}
+	if i >= len(b) || b[i] != '[' {
+		return nil, false
+	}
+	out := make([]int64, 0, bytes.Count(b, []byte{','})+1)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		n, j, ok := plainInt(b, i)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, n)
+		i = skipSpace(b, j)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return out, skipSpace(b, i+1) == len(b)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// balancesJSON records that the balances member exists, null included.
+type balancesJSON struct {
+	set bool
+	v   map[string]int64
+}
+
+func (m *balancesJSON) UnmarshalJSON(b []byte) error {
+	m.set = true
+	return json.Unmarshal(b, &m.v)
+}
 
 // checkSchedule checks schedule.json, if present: a JSON array of fault steps.
 func checkSchedule(path string) error {
@@ -651,4 +711,50 @@ func firstError(errs []error) error {
 		return fmt.Errorf("%w (and %d more files with errors)", first, more)
 	}
 	return first
+}
+
+func sortedByTime(evs []Event) bool {
+	return slices.IsSortedFunc(evs, func(a, b Event) int { return cmp.Compare(a.Time, b.Time) })
+}
+
+// mergeRuns orders evs by time, as a stable sort would, when evs[bounds[k]:bounds[k+1]]
+// are each sorted by time. It merges the runs into a permutation (4 bytes an event)
+// and applies it in place, moving each event once: a stable sort of two million
+// events moves them many times, and a merge into a second slice would double the
+// memory of the largest thing a check holds.
+func mergeRuns(evs []Event, bounds []int) {
+	if len(bounds) <= 2 {
+		return
+	}
+	pos := make([]int, len(bounds)-1) // next unmerged index of each run
+	copy(pos, bounds[:len(bounds)-1])
+	perm := make([]int32, len(evs)) // perm[i]: the index in evs of the i-th event in order
+	for i := range perm {
+		best := -1
+		for k := range pos {
+			if pos[k] < bounds[k+1] && (best < 0 || evs[pos[k]].Time < evs[pos[best]].Time) {
+				best = k // strictly earlier only: equal times keep the order of the runs
+			}
+		}
+		perm[i] = int32(pos[best])
+		pos[best]++
+	}
+	// Apply the permutation by following its cycles: the slot i receives evs[perm[i]].
+	for i := range perm {
+		if perm[i] < 0 || int(perm[i]) == i {
+			continue
+		}
+		tmp := evs[i]
+		j := i
+		for {
+			k := int(perm[j])
+			perm[j] = -1
+			if k == i {
+				evs[j] = tmp
+				break
+			}
+			evs[j] = evs[k]
+			j = k
+		}
+	}
 }
