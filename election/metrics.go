@@ -39,7 +39,8 @@ const (
 	RecoveryReleased Recovery = "released"
 )
 
-// NopMetrics discards every measurement. It is Config.Metrics's default.
+// NopMetrics discards every measurement. It is Config.Metrics's default. Its methods do
+// nothing.
 type NopMetrics struct{}
 
 func (NopMetrics) BecameLeader(int64)          {}
