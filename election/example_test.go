@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
@@ -54,4 +55,44 @@ func ExampleElector_Run() {
 	// leading with token 1
 	// Run returned <nil>
 	// held: false counter: 1 <nil>
+}
+
+// OnNewLeader tells an elector's user about each new lock holder without polling Status,
+// and Check is the health check to serve on a liveness endpoint.
+func ExampleElector_Check() {
+	dir, err := os.MkdirTemp("", "election-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Kill()
+
+	client := election.NewClient(srv.Addr())
+	defer client.Close()
+	e, err := election.New(client, election.Config{
+		InstanceID: "node-1",
+		// Called from Run's goroutine: keep it short.
+		OnNewLeader: func(id string, token int64) { fmt.Println("new leader:", id, token) },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = e.Run(ctx, func(ctx context.Context, t election.Term) {
+		fmt.Println("healthy while leading:", e.Check(2*time.Second) == nil)
+		cancel()
+		<-ctx.Done()
+	})
+	fmt.Println("healthy after Run:", e.Check(0) == nil)
+	// Output:
+	// new leader: node-1 1
+	// healthy while leading: true
+	// healthy after Run: true
 }
