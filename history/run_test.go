@@ -182,6 +182,12 @@ func TestLoadRunTornLastLine(t *testing.T) {
 	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "n1.jsonl:5: torn last line dropped") || !strings.Contains(r.Warnings[1], "faults.jsonl:3") {
 		t.Errorf("warnings %q", r.Warnings)
 	}
+	// A run with no faults has a schedule of null or [].
+	for _, sched := range []string{"null", "[]\n"} {
+		if _, err := history.LoadRun(writeDir(t, with(goodRun(), "schedule.json", sched))); err != nil {
+			t.Errorf("schedule %q: %v", sched, err)
+		}
+	}
 	// A whole last line without its newline is not torn.
 	r, err = history.LoadRun(writeDir(t, with(goodRun(), "history/n1.jsonl", strings.TrimSuffix(n1Lines, "\n"))))
 	if err != nil || len(r.Events) != 4 || len(r.Warnings) != 0 {
