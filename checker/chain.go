@@ -285,11 +285,13 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 	}
 
 	// 3. Feasibility, forcing disjunctions until none is decided.
-	var plo, phi []int64
-	var ploBy, phiBy []int32
-	propagate := func() (bool, int) {
-		plo, phi = slices.Clone(lo), slices.Clone(hi)
-		ploBy, phiBy = slices.Clone(loBy), slices.Clone(hiBy)
+	plo, phi := make([]int64, len(lo)), make([]int64, len(hi))
+	ploBy, phiBy := make([]int32, len(loBy)), make([]int32, len(hiBy))
+	propagate := func() (bool, int) { // into the same four slices every round
+		copy(plo, lo)
+		copy(phi, hi)
+		copy(ploBy, loBy)
+		copy(phiBy, hiBy)
 		for i := 2; i <= m; i++ {
 			if plo[i-1] > plo[i] {
 				plo[i], ploBy[i] = plo[i-1], ploBy[i-1]
