@@ -29,11 +29,17 @@ type edge struct {
 //     load returned is a state of it. Walking from init.cursor through these required
 //     cursors in increasing order, each step is the accepted commit leaving the current
 //     cursor or, when there is none, a commit of unknown outcome leaving it and not
-//     overshooting the next required cursor; if there is no such commit the history is
-//     not linearizable, and if there are several the chain is not determined and we
-//     give up (Unknown). An unknown commit off the chain is linearized after everything
-//     (its window is open: it returned never), where it is observed by nobody.
-//     Each wi must be fresh (ti >= k(i-1)), so tokens are non-decreasing along the chain.
+//     overshooting the next required cursor and from which unknown commits reach it;
+//     if there is no such commit the history is not linearizable. If there are
+//     several, the chain is not determined: we guess (the fresh one with the lowest
+//     token), and from then on a success is still a linearization (a witness) but a
+//     failure proves nothing (Unknown). An unknown commit off the chain is linearized
+//     after everything (its window is open: it returned never), where it is observed
+//     by nobody. Each wi must be fresh (ti >= k(i-1)), so tokens are non-decreasing
+//     along the chain. Unknown commits leaving Sm with a fresh token could also extend
+//     the chain past every required cursor; that matters only to rejections that
+//     returned after the last load of Sm was invoked, and then a failure proves
+//     nothing either.
 //  2. Placement. Each wi gets a point pi in its window, p1 <= ... <= pm, and block i is
 //     [pi, pi+1] (p0 = -inf, pm+1 = +inf); an operation fits block i when its window
 //     meets it (ties are ordered as needed: porcupine's intervals are closed). Ordering
@@ -48,10 +54,15 @@ type edge struct {
 //     are feasible exactly when the running maximum of the lower bounds never exceeds
 //     the running minimum (from the right) of the upper bounds. A disjunction one side
 //     of which is infeasible under those bounds forces the other; bounds only tighten,
-//     so forcing is sound. A disjunction still open after that makes us give up.
+//     so forcing is sound. When disjunctions stay open, the earliest and the latest
+//     feasible points are two concrete placements: if either satisfies every open
+//     disjunction it is a linearization; otherwise we give up.
 //
 // A history outside (1) — a commit that may apply without moving the cursor forward —
-// is also given up on.
+// is also given up on. For a violation, blame names the operations behind it: the
+// load, rejection or commit that fits no state, or the two operations whose bounds
+// cross (one must follow a commit that the other must precede, and it returned before
+// the other was invoked).
 func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int) {
 	nOK, nUnk, nLoad := 0, 0, 0
 	for i := range ops {
