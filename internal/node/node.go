@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	st := &state{id: cfg.ID, variant: cfg.Variant, chaos: cfg.Chaos,
+	st := &state{id: cfg.ID, variant: cfg.Variant, chaos: cfg.Chaos, lease: cfg.Lease,
 		health: newHealth(2*cfg.Lease, logger)}
 
 	var rec *history.Recorder
@@ -172,7 +172,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err := changeElector(cfg.Variant, el); err != nil {
 		return err
 	}
-	st.elector = el
+	st.elector.Store(el)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
 		if err := l.Run(tctx, t.Token); errors.Is(err, listener.ErrStaleToken) {
 			emetrics.FencingRejected()

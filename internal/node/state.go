@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,12 +21,17 @@ import (
 type state struct {
 	id, variant string
 	chaos       bool
-	elector     *election.Elector // nil for the register workload
-	health      *health
-	cursor      atomic.Int64
-	commits     atomic.Int64
-	rejected    atomic.Int64
-	historyErr  atomic.Pointer[string]
+	// elector is set once the elector exists, while the control endpoint already
+	// serves; nil for the register workload.
+	elector atomic.Pointer[election.Elector]
+	// lease is the lease TTL: a leader past its local deadline by more than that is
+	// stuck, and /health says so.
+	lease      time.Duration
+	health     *health
+	cursor     atomic.Int64
+	commits    atomic.Int64
+	rejected   atomic.Int64
+	historyErr atomic.Pointer[string]
 }
 
 // setHistoryError records the first error writing the history.
@@ -58,8 +64,8 @@ func (s *state) status() Status {
 	if e := s.historyErr.Load(); e != nil {
 		st.HistoryError = *e
 	}
-	if s.elector != nil {
-		es := s.elector.Status()
+	if el := s.elector.Load(); el != nil {
+		es := el.Status()
 		st.Role, st.Token, st.Leader = string(es.Role), es.Token, es.Leader
 	}
 	return st
@@ -107,6 +113,11 @@ func controlHandler(st *state, reg *prometheus.Registry) *http.ServeMux {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		ok, reason := st.health.state()
+		if el := st.elector.Load(); ok && el != nil {
+			if err := el.Check(st.lease); err != nil {
+				ok, reason = false, err.Error()
+			}
+		}
 		if e := st.historyErr.Load(); e != nil {
 			ok, reason = false, "cannot write the history: "+*e
 		}
