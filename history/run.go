@@ -285,20 +285,34 @@ func openFile(f *os.File, name string) (io.ReadCloser, string, error) {
 		f.Close()
 		return nil, name, fmt.Errorf("%s: %w: not a gzip file: %v", name, ErrBadInput, err)
 	}
-	return &gzFile{zr: zr, f: f, name: name}, name, nil
+	limit := int64(16 << 20)
+	if st, err := f.Stat(); err == nil {
+		limit += maxGzipRatio * st.Size()
+	}
+	return &gzFile{zr: zr, f: f, name: name, limit: limit}, name, nil
 }
 
 // gzFile reads a gzip-compressed file; a corrupt or truncated stream is bad input.
 type gzFile struct {
-	zr   *gzip.Reader
-	f    *os.File
-	name string
+	zr    *gzip.Reader
+	f     *os.File
+	name  string
+	read  int64 // bytes decompressed so far
+	limit int64 // see maxGzipRatio
 }
+
+// maxGzipRatio bounds how much a compressed file may expand (plus 16 MiB), so that
+// memory stays proportional to the input: histories compress about tenfold, and a
+// file that expands a thousandfold is no history the harness wrote.
+const maxGzipRatio = 200
 
 func (g *gzFile) Read(p []byte) (int, error) {
 	n, err := g.zr.Read(p)
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("%s: %w: corrupt or truncated gzip data: %v", g.name, ErrBadInput, err)
+	}
+	if g.read += int64(n); g.read > g.limit {
+		return n, fmt.Errorf("%s: %w: decompresses to more than %d times its size", g.name, ErrBadInput, maxGzipRatio)
 	}
 	return n, err
 }
@@ -394,11 +408,12 @@ func countLines(path string) (int, error) {
 	}
 	defer rc.Close()
 	buf := make([]byte, 1<<20)
-	n, last := 0, byte('\n')
+	n, size, last := 0, 0, byte('\n')
 	for {
 		k, err := rc.Read(buf)
 		if k > 0 {
 			n += bytes.Count(buf[:k], []byte{'\n'})
+			size += k
 			last = buf[k-1]
 		}
 		if err == io.EOF {
@@ -411,8 +426,14 @@ func countLines(path string) (int, error) {
 	if last != '\n' {
 		n++
 	}
-	return n, nil
+	// Blank lines are skipped and hold no event: a file of newlines must not make the
+	// reader allocate an event for each. No event line is shorter than minEventLine.
+	return min(n, size/minEventLine+1), nil
 }
+
+// minEventLine bounds the length of a line that holds an event from below:
+// {"id":"x","type":"ok","kind":"load","time":1} has 46 bytes.
+const minEventLine = 40
 
 // readAudit reads the audit file (plain or compressed). Unlike a history, a torn
 // line is an error: an entry missing from the audit stream would be read as a commit

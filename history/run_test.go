@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -259,5 +260,29 @@ func TestLocate(t *testing.T) {
 	}
 	if loc := (&history.Run{}).Locate("x"); loc != nil {
 		t.Errorf("Locate without a directory: %q", loc)
+	}
+}
+
+// TestLoadRunMemoryBoundedByInput: blank lines allocate no event, and a compressed
+// file that expands far beyond any history is bad input.
+func TestLoadRunMemoryBoundedByInput(t *testing.T) {
+	blank := strings.Repeat("\n", 16<<20)
+	dir := writeDir(t, with(goodRun(), "history/n2.jsonl", blank))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := history.LoadRun(dir)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(r.Events) != 4 {
+		t.Fatalf("16 MB of blank lines: %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 128<<20 { // was 16M events, 2.7 GB
+		t.Errorf("16 MB of blank lines made LoadRun allocate %d MB", alloc>>20)
+	}
+	line := strings.Split(n1Lines, "\n")[0] + "\n"
+	bomb := strings.Repeat(line, (64<<20)/len(line)) // 64 MB of one line: a thousandfold
+	_, err = history.LoadRun(writeDir(t, with(goodRun(), "history/n1.jsonl", "\x00", "history/n1.jsonl.gz", bomb)))
+	if !errors.Is(err, history.ErrBadInput) || !strings.Contains(err.Error(), "decompresses to more than") {
+		t.Errorf("a gzip bomb: %v", err)
 	}
 }
