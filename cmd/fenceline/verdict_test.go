@@ -43,6 +43,22 @@ func TestInterruptedRunIsUnknown(t *testing.T) {
 			t.Errorf("%s of an interrupted run: exit %d, want 3\n%s%s", cmd, code, stdout, stderr)
 		}
 	}
+	// Interrupted before a node recorded anything: still the harness's own record of
+	// an unfinished run, so unknown; the same directory not marked interrupted is bad
+	// input.
+	if err := os.RemoveAll(filepath.Join(dir, history.HistoryDir)); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd("check", dir); code != exitUnknown {
+		t.Errorf("check of an interrupted run with no history: exit %d, want 3 (%s)", code, stderr)
+	}
+	info.Interrupted = ""
+	if err := history.WriteJSON(p, info); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd("check", dir); code != exitUsage {
+		t.Errorf("check of a run with no history: exit %d, want 2 (%s)", code, stderr)
+	}
 }
 
 // fenceline node --check finds what a node would find at start, without connecting.

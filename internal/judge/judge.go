@@ -6,10 +6,12 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/fenceline/fenceline/checker"
@@ -35,6 +37,11 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 	run, err := history.LoadRun(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: %v\n", err)
+		if interrupted(dir) {
+			// The harness's own record of a run it could not finish (one that
+			// recorded nothing, a torn audit): undecided, not bad input.
+			return exitcode.Unknown, nil
+		}
 		return exitcode.Usage, nil
 	}
 	res, err := checker.Check(context.Background(), run, workloads.CheckerOptions(run.Info.Workload, dir))
@@ -55,4 +62,15 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
 	// The report's rule, not the checker's bare verdict: an interrupted run is unknown.
 	return exitcode.Of(reports.Verdict(run, res)), res
+}
+
+// interrupted reports whether dir's run.json is readable and says the run was not
+// completed.
+func interrupted(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, history.RunInfoFile))
+	if err != nil {
+		return false
+	}
+	var info history.RunInfo
+	return json.Unmarshal(b, &info) == nil && info.Interrupted != ""
 }
