@@ -2,6 +2,7 @@ package nemesis_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -99,9 +100,12 @@ func TestProcessFaults(t *testing.T) {
 				t.Fatalf("%s: node %s still running", kind, old)
 			}
 			if kind == nemesis.Pause {
-				if _, err := c.NodeStatus(context.Background(), old); err == nil {
-					t.Fatalf("paused node %s answered its control endpoint", old)
-				}
+				// SIGSTOP takes effect when the kernel next schedules the node: a request
+				// already being served may still be answered.
+				eventually(t, 10*time.Second, "paused node "+old+" stops answering its control endpoint", func() bool {
+					_, err := c.NodeStatus(context.Background(), old)
+					return err != nil
+				})
 			}
 			_, newTok := leader(t, c, tok, old)
 			heal(t, c, f, old)
@@ -142,22 +146,26 @@ func TestPartitions(t *testing.T) {
 func TestDelay(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, false)
-	old, tok := leader(t, c, 0)
-	f := inject(t, c, nemesis.Delay, old, nemesis.Params{Magnitude: 1})
-	leader(t, c, tok, old)
-	// Wait for the delayed requests to land, then heal.
-	time.Sleep(nemesis.DelayLatency(nemesis.Params{Magnitude: 1, LeaseTTL: lease}) + lease)
-	heal(t, c, f, old)
-	st := readStore(t, c)
-	stale := 0
-	for _, a := range st.Audit {
-		if a.Node == old && a.Token == tok && a.Result == history.ErrStaleToken {
-			stale++
+	// Whether the delayed leader still sends a write before its own deadline stops it
+	// depends on where in its loop the delay catches it: a loaded machine may need
+	// another round.
+	var tries []string
+	for round := 1; round <= 3; round++ {
+		old, tok := leader(t, c, 0)
+		f := inject(t, c, nemesis.Delay, old, nemesis.Params{Magnitude: 1})
+		leader(t, c, tok, old)
+		// Wait for the delayed requests to land, then heal.
+		time.Sleep(nemesis.DelayLatency(nemesis.Params{Magnitude: 1, LeaseTTL: lease}) + lease)
+		heal(t, c, f, old)
+		st := readStore(t, c)
+		for _, a := range st.Audit {
+			if a.Node == old && a.Token == tok && a.Result == history.ErrStaleToken {
+				return
+			}
 		}
+		tries = append(tries, fmt.Sprintf("%s (token %d, %d audit entries)", old, tok, len(st.Audit)))
 	}
-	if stale == 0 {
-		t.Fatalf("no delayed write of %s (token %d) was rejected as stale; audit has %d entries", old, tok, len(st.Audit))
-	}
+	t.Fatalf("no delayed write of the delayed leader was rejected as stale in 3 rounds: %v", tries)
 }
 
 // TestClock: a leader whose clock runs at a quarter speed renews too late, loses the
