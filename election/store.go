@@ -45,9 +45,17 @@ var (
 	// KEYS: lock, counter. ARGV: instance, ttl (ms). SET NX PX of "<instance>:<token>"
 	// where token is the counter's next value, and INCR of the counter only if the SET
 	// succeeded. Returns {1, token} or {0, holder, pttl}.
+	// A counter that is not a decimal integer below 2^53 - 1 is refused before anything
+	// is written: tonumber would make it nan or inf, or round it (Lua numbers are
+	// doubles). The token goes into the lock value through %d: Lua's own conversion
+	// ("%.14g") prints 15 digits or more in exponent form.
 	acquireScript = redis.NewScript(`
-local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'NX', 'PX', ARGV[2]) then
+local c = redis.call('GET', KEYS[2]) or '0'
+if not string.match(c, '^%d+$') or #c > 16 or (#c == 16 and c >= '9007199254740991') then
+  return redis.error_reply('ERR token counter ' .. KEYS[2] .. ' is not a decimal integer below 2^53-1')
+end
+local token = tonumber(c) + 1
+if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2]) -- = token: nothing runs between the GET and here
   return {1, token}
 end
