@@ -144,12 +144,14 @@ func (s *Server) Restart(ctx context.Context) error {
 	s.cmd, s.done = cmd, done
 	go func() {
 		_ = cmd.Wait()
-		close(done)
+		// Forget the process before saying it is gone: whoever waited on done (Kill)
+		// may Restart at once.
 		s.mu.Lock()
 		if s.cmd == cmd {
 			s.cmd = nil
 		}
 		s.mu.Unlock()
+		close(done)
 	}()
 	s.mu.Unlock()
 
