@@ -29,19 +29,5 @@ func ClientOptions(addr string) *redis.Options {
 	}
 }
 
-// retriesOf returns the effective MaxRetries of the go-redis clients it knows (after
-// go-redis's defaults: -1 became 0, 0 became 3), or 0 for others.
-func retriesOf(c redis.UniversalClient) int {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().MaxRetries
-	case *redis.ClusterClient:
-		return c.Options().MaxRetries
-	case *redis.Ring:
-		return c.Options().MaxRetries
-	}
-	return 0
-}
-
 // NewClient returns redis.NewClient(ClientOptions(addr)). The caller closes it.
 func NewClient(addr string) *redis.Client { return redis.NewClient(ClientOptions(addr)) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/internal/redisretries"
 )
 
 // pttlMargin is added to a held lease's remaining PTTL before the next acquire attempt,
@@ -56,7 +58,7 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	if client == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil redis client"}
 	}
-	if n := retriesOf(client); n > 0 {
+	if n := redisretries.Of(client); n > 0 {
 		return nil, &ConfigError{Field: "client", Err: ErrRetryingClient, Reason: fmt.Sprintf(
 			"%v (MaxRetries %d after defaults); create it with MaxRetries: -1", ErrRetryingClient, n)}
 	}

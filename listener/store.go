@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/internal/redisretries"
+
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/source"
 )
@@ -105,7 +107,7 @@ func NewRedisStore(client redis.UniversalClient, cfg StoreConfig) (*RedisStore, 
 	if client == nil {
 		return nil, configErr("nil redis client")
 	}
-	if n := retriesOf(client); n > 0 {
+	if n := redisretries.Of(client); n > 0 {
 		return nil, configErr("redis client retries commands (MaxRetries %d after defaults); create it with MaxRetries: -1", n)
 	}
 	if cfg.Node == "" {
@@ -135,20 +137,6 @@ func NewRedisStore(client redis.UniversalClient, cfg StoreConfig) (*RedisStore, 
 		script:  redis.NewScript(cfg.Script),
 		boot:    hex.EncodeToString(b[:]),
 	}, nil
-}
-
-// retriesOf returns the effective MaxRetries of the go-redis clients it knows (after
-// go-redis's defaults: -1 became 0, 0 became 3), or 0 for others.
-func retriesOf(c redis.UniversalClient) int {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().MaxRetries
-	case *redis.ClusterClient:
-		return c.Options().MaxRetries
-	case *redis.Ring:
-		return c.Options().MaxRetries
-	}
-	return 0
 }
 
 // Keys returns the store's keys.
