@@ -2,9 +2,11 @@
 GO        ?= go
 BIN       := bin
 FENCELINE := $(BIN)/fenceline
-# The chaos build (-tags chaos) adds the harness (chaos, validate, soak), the fault hooks
-# and the deliberately broken variants; the default build has none of them.
+# The chaos build (-tags chaos,failpoints) adds the harness (chaos, validate, soak), the
+# fault hooks, the failpoints and the deliberately broken variants; the default build has
+# none of them.
 CHAOS_BIN := $(BIN)/fenceline-chaos
+CHAOS_TAGS := chaos,failpoints
 
 DURATION  ?= 60s
 NODES     ?= 3
@@ -21,7 +23,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
-	CGO_ENABLED=0 $(GO) build -tags chaos -trimpath -o $(CHAOS_BIN) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -tags $(CHAOS_TAGS) -trimpath -o $(CHAOS_BIN) ./cmd/fenceline
 
 # check-deps installs redis-server from Debian's packages when it is missing and we are
 # root; otherwise it says exactly what to install. check-test-deps does the same for what
@@ -47,14 +49,15 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags chaos ./...
+	$(GO) vet -tags $(CHAOS_TAGS) ./...
 
 test: check-test-deps lint
-	$(GO) test -tags chaos -race -timeout 25m ./...
+	$(GO) test -tags $(CHAOS_TAGS) -race -timeout 25m ./...
 	@# The default build too, where it differs: its commands and its node refuse chaos.
-	$(GO) test -race -timeout 10m ./cmd/fenceline/ ./internal/node/ ./workloads/
+	$(GO) test -race -timeout 10m ./cmd/fenceline/ ./internal/node/ ./workloads/ ./internal/failpoint/
 
 bench: check-deps
-	$(GO) test -tags chaos -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+	$(GO) test -tags $(CHAOS_TAGS) -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
 # bench-checker writes a simulated 1,000,000-operation run and times `fenceline check` on
 # it, the whole command: loading, checking, writing the report.

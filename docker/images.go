@@ -226,9 +226,9 @@ func buildOne(ctx context.Context, cli *client.Client, opts BuildOptions, image,
 // goBuild builds a static linux binary of pkg into out. -trimpath and -buildvcs=false
 // keep the binary, and so the image hash, the same while the code is the same.
 func goBuild(ctx context.Context, moduleDir, out, pkg string) error {
-	// -tags chaos: the node image runs the chaos build (fault hooks, variants); the tag is
-	// nothing to the toxiproxy server's build.
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "chaos", "-trimpath", "-buildvcs=false", "-o", out, pkg)
+	// -tags chaos,failpoints: the node image runs the chaos build (fault hooks,
+	// failpoints, variants); the tags are nothing to the toxiproxy server's build.
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "chaos,failpoints", "-trimpath", "-buildvcs=false", "-o", out, pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -9,8 +9,9 @@ import (
 )
 
 // This file exists only in a chaos build (go build -tags chaos): it is the seam through
-// which the harness's broken variants change how an elector releases its lease. A
-// default build has no such seam: its elector always releases with the atomic script.
+// which the harness's broken variants change how an elector releases its lease or
+// whether it steps down. A default build has no such seam (chaos_off.go): its elector
+// always releases with the atomic script and always steps down on its deadline.
 
 // ReleaseFunc releases the lease in place of the elector's atomic compare-and-delete
 // script: it must delete lock if it holds value, publish value on channel, and report
@@ -40,4 +41,23 @@ type chaosReleaseStore struct {
 
 func (s chaosReleaseStore) release(ctx context.Context, value string) (bool, error) {
 	return s.releaseFunc(ctx, s.c, s.lock, value, s.channel)
+}
+
+// chaosHooks are the broken behaviours a variant can switch on.
+type chaosHooks struct {
+	noStepDown bool
+}
+
+func (h chaosHooks) ignoreDeadline() bool { return h.noStepDown }
+
+// SetNoStepDownForChaos makes e ignore its local lease deadline: a term ends only when
+// Redis rejects a renewal, lead returns or Run's ctx is done. It is for self-validation
+// only: a leader cut off from Redis then believes it leads long after its lease expired.
+// It returns ErrRunning if e is running.
+func SetNoStepDownForChaos(e *Elector) error {
+	if e.running.Load() {
+		return ErrRunning
+	}
+	e.chaos.noStepDown = true
+	return nil
 }

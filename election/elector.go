@@ -25,6 +25,7 @@ type Elector struct {
 	store   store
 	log     *slog.Logger
 	running atomic.Bool
+	chaos   chaosHooks // empty in a default build (chaos_off.go)
 
 	// What the elector knows of the token counter, used only by Run's goroutine: floor is
 	// the highest token it has seen issued (in a lock it read, or one it won), and
@@ -171,6 +172,9 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 	rctx, cancel := e.requestContext(ctx)
 	r, err := e.store.acquire(rctx, e.cfg.InstanceID, e.cfg.LeaseTTL)
 	cancel()
+	if ferr := hit("election/acquire-before-reply"); ferr != nil && err == nil {
+		err = ferr // the reply is lost: Redis may have issued a token
+	}
 	switch {
 	case err != nil:
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
@@ -198,6 +202,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 	complete(Result{Outcome: OK, Token: r.token})
 	e.learn(r.token)
 	e.unresolved = false
+	_ = hit("election/acquire-after-win") // a pause or crash of a brand-new leader
 	return e.lead(ctx, Term{Token: r.token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
 }
 
@@ -309,7 +314,7 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 	switch {
 	case ctx.Err() != nil:
 		reason = ReasonShutdown
-	case !now.Before(deadline):
+	case !now.Before(deadline) && !e.chaos.ignoreDeadline():
 		// The acquire's reply took so long that the lease may already be someone else's.
 		reason = ReasonLeaseExpired
 	default:
@@ -338,6 +343,9 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 				}
 				break loop
 			case <-deadlineT.C():
+				if e.chaos.ignoreDeadline() {
+					continue
+				}
 				reason = ReasonLeaseExpired
 				break loop
 			case <-renewT.C():
@@ -352,7 +360,7 @@ func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Con
 				case !r.ok:
 					reason = ReasonRenewRejected
 					break loop
-				case !now.Before(deadline):
+				case !now.Before(deadline) && !e.chaos.ignoreDeadline():
 					// Confirmed too late: the deadline passed before we knew.
 					reason = ReasonLeaseExpired
 					break loop
@@ -400,10 +408,14 @@ func (e *Elector) startRenew(ctx context.Context, term Term, value string) chan 
 	sent := e.cfg.Clock.Now()
 	complete := e.cfg.Recorder.Invoke(OpRenew, term.Token)
 	go func() {
+		ferr := hit("election/renew-before-send") // a late renewal: the deadline must fire
 		rctx, cancel := e.requestContext(ctx)
 		defer cancel()
 		start := time.Now() // metrics measure real time, not the injected clock
-		ok, err := e.store.renew(rctx, value, e.cfg.LeaseTTL)
+		ok, err := false, ferr
+		if ferr == nil {
+			ok, err = e.store.renew(rctx, value, e.cfg.LeaseTTL)
+		}
 		switch {
 		case err != nil:
 			complete(Result{Outcome: Unknown, Token: term.Token, Err: err})
@@ -424,8 +436,13 @@ func (e *Elector) startRenew(ctx context.Context, term Term, value string) chan 
 // reason of a release that ends no term.
 func (e *Elector) release(ctx context.Context, token int64, value, why string) bool {
 	complete := e.cfg.Recorder.Invoke(OpRelease, token)
+	// A late release: the lease may have expired and been taken meanwhile.
+	ferr := hit("election/release-before-send")
 	rctx, cancel := e.requestContext(ctx)
-	ok, err := e.store.release(rctx, value)
+	ok, err := false, ferr
+	if ferr == nil {
+		ok, err = e.store.release(rctx, value)
+	}
 	cancel()
 	attrs := []any{slog.Int64("token", token)}
 	if why != "" {

@@ -28,8 +28,9 @@ func TestParseList(t *testing.T) {
 	}
 }
 
-func TestKnownIsAllPlusVolatile(t *testing.T) {
-	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) || len(Known()) != len(All())+1 {
+func TestKnownIsAllPlusVolatileAndFailpoint(t *testing.T) {
+	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
+		slices.Contains(All(), Failpoint) || !slices.Contains(Known(), Failpoint) || len(Known()) != len(All())+2 {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()

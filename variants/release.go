@@ -5,6 +5,7 @@ package variants
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +23,10 @@ func Elector(name string, e *election.Elector) error {
 	return election.SetReleaseForChaos(e, nonAtomicRelease)
 }
 
+// stepTimeout bounds each round trip of the non-atomic release on its own, as a client
+// that sets a deadline per command does.
+const stepTimeout = time.Second
+
 // nonAtomicRelease is a check-then-act release: between the GET and the DEL the lock
 // may expire and be taken by a newer leader, whose lock the DEL then deletes.
 func nonAtomicRelease(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
@@ -33,6 +38,11 @@ func nonAtomicRelease(ctx context.Context, c redis.UniversalClient, lock, value,
 		return false, nil
 	}
 	// The window: the lock may expire and be taken by a newer leader right here.
+	if err := hit("election/release-between-steps"); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+	defer cancel()
 	if err := c.Del(ctx, lock).Err(); err != nil {
 		return false, err
 	}

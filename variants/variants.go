@@ -102,8 +102,17 @@ func ByName(name string) (Variant, error) {
 	return Variant{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
 }
 
-// Store returns the cursor store of the named variant.
+// Store returns the cursor store of the named variant, with the store failpoints
+// (internal/failpoint) in front of it.
 func Store(name string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+	s, err := store(name, client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return failpointStore{s}, nil
+}
+
+func store(name string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
 	switch name {
 	case Reference, NonAtomicRelease, VolatileRedis:
 		return listener.NewRedisStore(client, cfg)
@@ -231,4 +240,22 @@ func (c *clientCheck) Commit(ctx context.Context, token, from int64, events []so
 		c.ahead = &fenceCheck{token: token, cursor: cursor, stored: stored}
 	}
 	return nil
+}
+
+// failpointStore runs the store failpoints around a variant's store.
+type failpointStore struct{ listener.CursorStore }
+
+func (f failpointStore) Load(ctx context.Context) (int64, int64, error) {
+	cursor, token, err := f.CursorStore.Load(ctx)
+	if err == nil {
+		err = hit("store/after-load")
+	}
+	return cursor, token, err
+}
+
+func (f failpointStore) Commit(ctx context.Context, token, from int64, events []source.Event) error {
+	if err := hit("store/before-commit"); err != nil {
+		return err
+	}
+	return f.CursorStore.Commit(ctx, token, from, events)
 }

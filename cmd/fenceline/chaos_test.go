@@ -49,6 +49,9 @@ func TestChaosNodeRefusals(t *testing.T) {
 		{[]string{"--chaos", "--control", "[::1]:0", "--redis-tls-cert", "x"}, "go together"},
 		{[]string{"--chaos", "--control", "localhost:0", "--redis-tls-cert", "x"}, "go together"},
 		{[]string{"--chaos", "--workload", "register", "--redis-tls-cert", "x"}, "go together"},
+		{[]string{"--failpoint", "election/renew-before-send=block"}, "--failpoint needs --chaos"},
+		{[]string{"--chaos", "--failpoint", "election/nope=block"}, "unknown failpoint"},
+		{[]string{"--chaos", "--failpoint", "election/renew-before-send=nap"}, "bad action"},
 	} {
 		args := append([]string{"node", "--id", "n1"}, tc.args...)
 		code, _, stderr := runCmd(args...)

@@ -39,6 +39,10 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&c.AddrFile, "addr-file", "", "write the control endpoint's bound address to this file (for --control 127.0.0.1:0)")
 	fs.StringVar(&c.HistoryPath, "history", "", "append the operation history (JSON lines, docs/history.md) to this file")
 	fs.BoolVar(&c.Chaos, "chaos", false, "enable fault hooks on the control endpoint (POST /fault/clock): for the chaos harness only, in a chaos build")
+	fs.Func("failpoint", "with --chaos: arm a failpoint at start, NAME=ACTION, the action [N*]sleep(D), block, error or exit[(CODE)] (repeatable; the names are in internal/failpoint)", func(v string) error {
+		c.Failpoints = append(c.Failpoints, v)
+		return nil
+	})
 	fs.BoolVar(&c.RemoteControl, "chaos-allow-remote-control", false, "with --chaos, allow a --control address that is not loopback (the fault hooks take no authentication)")
 	fs.StringVar(&c.Variant, "variant", node.Reference, node.VariantHelp())
 	fs.StringVar(&c.Workload, "workload", node.WorkloadListener, "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)")

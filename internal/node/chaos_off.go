@@ -52,3 +52,12 @@ func runRegister(context.Context, Config, redis.UniversalClient, *history.Record
 func VariantHelp() string {
 	return "the design to run: reference (the broken variants for self-validation exist only in a chaos build: bin/fenceline-chaos)"
 }
+
+func checkFailpoints(specs []string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--failpoint %w: %s", errNeedsChaos, ChaosBuildHint)
+}
+
+func armFailpoints([]string) error { return nil }

@@ -4,7 +4,10 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/skewclock"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/variants"
@@ -39,11 +43,14 @@ func changeElector(variant string, e *election.Elector) error { return variants.
 
 // faultHooks adds the fault hooks to the control endpoint of a chaos node and returns
 // the clock its elector runs on: a skewable clock that POST /fault/clock?offset=&rate=
-// sets. A node without chaos gets no hook and the system clock.
+// sets, and the failpoints (PUT /failpoint/NAME with the action as body, DELETE
+// /failpoint/NAME, DELETE /failpoint to disarm all, GET /failpoint). A node without
+// chaos gets no hook and the system clock.
 func faultHooks(chaos bool, mux *http.ServeMux) election.Clock {
 	if !chaos {
 		return election.SystemClock()
 	}
+	failpointHooks(mux)
 	skew := skewclock.New()
 	mux.HandleFunc("POST /fault/clock", func(w http.ResponseWriter, r *http.Request) {
 		offset, err := time.ParseDuration(r.URL.Query().Get("offset"))
@@ -64,6 +71,66 @@ func faultHooks(chaos bool, mux *http.ServeMux) election.Clock {
 		fmt.Fprintf(w, "{\"offset\":%q,\"rate\":%g}\n", offset, rate)
 	})
 	return skew
+}
+
+func failpointHooks(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /failpoint/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 256))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		a, err := failpoint.Arm(r.PathValue("name"), string(body))
+		switch {
+		case errors.Is(err, failpoint.ErrNotCompiled):
+			http.Error(w, err.Error(), http.StatusNotImplemented)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		default:
+			fmt.Fprintf(w, "{\"armed\":%q}\n", a)
+		}
+	})
+	mux.HandleFunc("DELETE /failpoint/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		if err := failpoint.Disarm(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("DELETE /failpoint", func(http.ResponseWriter, *http.Request) { failpoint.DisarmAll() })
+	mux.HandleFunc("GET /failpoint", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(failpoint.Status())
+	})
+}
+
+// checkFailpoints checks the --failpoint settings (NAME=ACTION) without arming them.
+func checkFailpoints(specs []string) error {
+	for _, s := range specs {
+		name, action, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("--failpoint %q: want NAME=ACTION", s)
+		}
+		if err := failpoint.Check(name); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+		if _, err := failpoint.Parse(action); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+	}
+	if len(specs) > 0 && !failpoint.Enabled {
+		return fmt.Errorf("--failpoint: %w", failpoint.ErrNotCompiled)
+	}
+	return nil
+}
+
+// armFailpoints arms the --failpoint settings, checked by checkFailpoints.
+func armFailpoints(specs []string) error {
+	for _, s := range specs {
+		name, action, _ := strings.Cut(s, "=")
+		if _, err := failpoint.Arm(name, action); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+	}
+	return nil
 }
 
 // runRegister runs the register workload's clients of this node, with the node's store

@@ -3,12 +3,14 @@
 package node
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/failpoint"
 )
 
 // A chaos build knows the broken variants and serves the clock fault hook, but only to a
@@ -49,5 +51,55 @@ func TestChaosBuildHooks(t *testing.T) {
 	}
 	if code := post(hooked, "offset=x&rate=1"); code != http.StatusBadRequest {
 		t.Errorf("bad offset: %d", code)
+	}
+}
+
+// The failpoints are armed through a chaos node's control endpoint only; a name that is
+// not a failpoint, a bad action and --failpoint without --chaos are refused with the
+// reason.
+func TestFailpointHooks(t *testing.T) {
+	do := func(mux *http.ServeMux, method, path, body string) (int, string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return rec.Code, rec.Body.String()
+	}
+	plain := http.NewServeMux()
+	faultHooks(false, plain)
+	if code, _ := do(plain, http.MethodPut, "/failpoint/election/renew-before-send", "block"); code != http.StatusNotFound && code != http.StatusMethodNotAllowed {
+		t.Errorf("arming without chaos: %d", code)
+	}
+	hooked := http.NewServeMux()
+	faultHooks(true, hooked)
+	t.Cleanup(failpoint.DisarmAll)
+	if code, body := do(hooked, http.MethodPut, "/failpoint/election/nope", "block"); code != http.StatusBadRequest || !strings.Contains(body, "unknown failpoint") {
+		t.Errorf("unknown name: %d %s", code, body)
+	}
+	if code, body := do(hooked, http.MethodPut, "/failpoint/election/renew-before-send", "nap"); code != http.StatusBadRequest || !strings.Contains(body, "bad action") {
+		t.Errorf("bad action: %d %s", code, body)
+	}
+	code, body := do(hooked, http.MethodPut, "/failpoint/election/renew-before-send", "2*sleep(1s)")
+	if failpoint.Enabled != (code == http.StatusOK) || (!failpoint.Enabled && code != http.StatusNotImplemented) {
+		t.Fatalf("arming (failpoints compiled in: %v): %d %s", failpoint.Enabled, code, body)
+	}
+	if failpoint.Enabled {
+		if _, list := do(hooked, http.MethodGet, "/failpoint", ""); !strings.Contains(list, `"action":"2*sleep(1s)"`) {
+			t.Errorf("GET /failpoint: %s", list)
+		}
+		if code, _ := do(hooked, http.MethodDelete, "/failpoint", ""); code != http.StatusOK {
+			t.Errorf("disarm all: %d", code)
+		}
+		if _, list := do(hooked, http.MethodGet, "/failpoint", ""); strings.Contains(list, `"action"`) {
+			t.Errorf("armed after DELETE /failpoint: %s", list)
+		}
+	}
+	c := validConfig()
+	c.Failpoints = []string{"election/renew-before-send=block"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "needs --chaos") {
+		t.Errorf("--failpoint without --chaos: %v", err)
+	}
+	c.Chaos = true
+	c.Failpoints = []string{"election/nope=block"}
+	if err := c.Validate(); !errors.Is(err, failpoint.ErrUnknown) {
+		t.Errorf("--failpoint of an unknown name: %v", err)
 	}
 }

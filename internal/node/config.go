@@ -38,6 +38,9 @@ type Config struct {
 	Workload string
 	// Chaos enables the fault hooks on the control endpoint (a chaos build only).
 	Chaos bool
+	// Failpoints are armed at start, each "NAME=ACTION" (package internal/failpoint;
+	// with Chaos only). Optional.
+	Failpoints []string
 	// RemoteControl allows a Chaos node a control address that is not loopback.
 	RemoteControl bool
 	// Lease is the lease TTL (> 0); Renew and Retry the election's intervals (0: the
@@ -91,6 +94,12 @@ func (c Config) validate() error {
 		// It takes tokens outside the election and commits synthetic events: on a live
 		// store it deposes the leader and corrupts the cursor, sink and balances.
 		return errors.New("the register workload commits synthetic events with tokens of its own and runs only with --chaos (the harness), never on a live store")
+	}
+	if len(c.Failpoints) > 0 && !c.Chaos {
+		return errors.New("--failpoint needs --chaos: failpoints are fault hooks")
+	}
+	if err := checkFailpoints(c.Failpoints); err != nil {
+		return err
 	}
 	if c.Chaos {
 		if err := chaosAvailable(); err != nil {

@@ -114,6 +114,9 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	reg := prometheus.NewRegistry()
 	mux := controlHandler(st, reg)
 	clock := faultHooks(cfg.Chaos, mux)
+	if err := armFailpoints(cfg.Failpoints); err != nil {
+		return usage(err)
+	}
 	ctl, err := net.Listen("tcp", cfg.Control)
 	if err != nil {
 		return fmt.Errorf("control endpoint: %w", err)

@@ -1,6 +1,7 @@
 // Package testbin builds the fenceline command once per test process, for tests that
-// run real node processes. It builds the chaos build (-tags chaos): the harness starts
-// its nodes with --chaos, and only a chaos build has the fault hooks and the variants.
+// run real node processes. It builds the chaos build (-tags chaos,failpoints): the
+// harness starts its nodes with --chaos, and only a chaos build has the fault hooks,
+// the failpoints and the variants.
 package testbin
 
 import (
@@ -29,7 +30,7 @@ func Fenceline(tb testing.TB) string {
 			return
 		}
 		path = filepath.Join(dir, "fenceline")
-		cmd := exec.Command("go", "build", "-tags", "chaos", "-o", path, "github.com/fenceline/fenceline/cmd/fenceline")
+		cmd := exec.Command("go", "build", "-tags", "chaos,failpoints", "-o", path, "github.com/fenceline/fenceline/cmd/fenceline")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err = cmd.CombinedOutput()
 	})

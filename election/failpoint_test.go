@@ -1,0 +1,45 @@
+//go:build failpoints
+
+package election_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+func armFailpoint(t *testing.T, name, action string) {
+	t.Helper()
+	if _, err := failpoint.Arm(name, action); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(failpoint.DisarmAll)
+}
+
+// The election's failpoints fire where they are documented to: an error after the
+// acquire ran is a lost reply (recorded unknown; the lock it took is found holding the
+// instance's value, and, as a fresh elector knows no token floor, released, then won
+// again), and a renewal held back past the lease makes the leader step down on its
+// local deadline.
+func TestElectionFailpoints(t *testing.T) {
+	srv := redisserver.New(t)
+	client := newClient(t, srv.Addr())
+
+	armFailpoint(t, failpoint.AcquireBeforeReply, "error")
+	a := startNode(t, client, election.Config{InstanceID: "a", Name: "fp", LeaseTTL: time.Second}, nil)
+	ta := a.term(t, wait)
+	if steps := a.rec.snapshot(); !slices.Equal(steps, []string{"acquire/unknown", "acquire/fail", "release/ok", "acquire/ok"}) {
+		t.Fatalf("a's steps %v, want a lost acquire reply, its lock released, then a won acquire", steps)
+	}
+
+	armFailpoint(t, failpoint.RenewBeforeSend, "sleep(1500ms)")
+	end := a.end(t, wait)
+	if !errors.Is(end.cause, election.ErrLeaseExpired) {
+		t.Errorf("a's term %d ended by %v, want ErrLeaseExpired (its renewal was held back)", ta.Token, end.cause)
+	}
+}

@@ -1,0 +1,97 @@
+package failpoint
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Names of the failpoints: the one place where each is documented. The election points
+// are in package election; the release-between-steps and store points are in package
+// variants (the store points wrap every variant's store, the reference's included).
+const (
+	// AcquireBeforeReply: Redis has run the acquire script (the lock may be ours, with a
+	// new token), and the elector has not yet read the reply. A sleep here is a leader
+	// that starts its term late; an error is a lost reply; exit is a crash that leaves a
+	// lock behind.
+	AcquireBeforeReply = "election/acquire-before-reply"
+	// AcquireAfterWin: the acquire won and was recorded; the term has not started. The
+	// moment "just after acquire": a pause or crash of a brand-new leader.
+	AcquireAfterWin = "election/acquire-after-win"
+	// RenewBeforeSend: a renewal is due and not yet sent. A sleep past the lease makes the
+	// leader miss its renewal: it must step down on its local deadline.
+	RenewBeforeSend = "election/renew-before-send"
+	// ReleaseBeforeSend: a leader steps down gracefully and has not yet sent its release.
+	ReleaseBeforeSend = "election/release-before-send"
+	// ReleaseBetweenSteps: in the non-atomic release variant, between its GET (the lock
+	// is ours) and its DEL. A sleep past the lease makes the DEL delete a newer leader's
+	// lock. The reference's release is one script and has no such point.
+	ReleaseBetweenSteps = "election/release-between-steps"
+	// StoreAfterLoad: the leader has loaded the cursor and not yet committed. A newer
+	// leader that commits now meets a cursor the old one is about to write over.
+	StoreAfterLoad = "store/after-load"
+	// StoreBeforeCommit: a commit is about to be sent. A sleep past the lease is the
+	// stale leader that wakes up and writes: only the fence stops that write.
+	StoreBeforeCommit = "store/before-commit"
+)
+
+// Point is one failpoint and why it is there.
+type Point struct {
+	Name string
+	Doc  string
+}
+
+var points = []Point{
+	{AcquireBeforeReply, "the acquire ran in Redis; its reply is not yet read"},
+	{AcquireAfterWin, "the acquire won; the term has not started"},
+	{RenewBeforeSend, "a renewal is due and not yet sent"},
+	{ReleaseBeforeSend, "a graceful release is not yet sent"},
+	{ReleaseBetweenSteps, "non-atomic-release variant: between its GET and its DEL"},
+	{StoreAfterLoad, "the cursor is loaded; the commit is not yet sent"},
+	{StoreBeforeCommit, "a commit is about to be sent"},
+}
+
+// Points returns every failpoint, in a new slice.
+func Points() []Point { return slices.Clone(points) }
+
+// Errors of Arm and Parse.
+var (
+	// ErrUnknown: no failpoint has that name.
+	ErrUnknown = errors.New("failpoint: unknown failpoint")
+	// ErrBadAction: the action does not parse.
+	ErrBadAction = errors.New("failpoint: bad action")
+	// ErrNotCompiled: the binary was built without the failpoints tag.
+	ErrNotCompiled = errors.New("failpoint: this build has no failpoints (build with -tags chaos,failpoints: bin/fenceline-chaos)")
+	// ErrInjected is what the error action makes a hook return.
+	ErrInjected = errors.New("failpoint: injected error")
+)
+
+// Check returns an error wrapping ErrUnknown, listing the known names, if name is not a
+// failpoint.
+func Check(name string) error {
+	if slices.ContainsFunc(points, func(p Point) bool { return p.Name == name }) {
+		return nil
+	}
+	names := make([]string, len(points))
+	for i, p := range points {
+		names[i] = p.Name
+	}
+	return fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
+}
+
+// validate checks name and parses spec.
+func validate(name, spec string) (Action, error) {
+	if err := Check(name); err != nil {
+		return Action{}, err
+	}
+	return Parse(spec)
+}
+
+// State is a point as Status reports it.
+type State struct {
+	Name   string `json:"name"`
+	Action string `json:"action,omitempty"` // the armed action; empty if none
+	Left   int    `json:"left,omitempty"`   // hits left to it
+	Hits   int64  `json:"hits"`             // hits that ran an action since the process began
+}
