@@ -19,7 +19,6 @@ const (
 	Clock                = "clock"                  // node's injected clock jumped or slowed
 	RedisRestart         = "redis-restart"          // Redis killed and restarted (append-only file on)
 	RedisRestartVolatile = "redis-restart-volatile" // the same without persistence: tokens repeat
-	Failpoint            = "failpoint"              // a failpoint armed on the node at a moment that matters
 )
 
 // All returns every fault kind that the reference implementation must survive:
@@ -29,9 +28,8 @@ func All() []string {
 	return []string{Kill, Stop, Pause, PartitionReset, PartitionBlackhole, Delay, Clock, RedisRestart}
 }
 
-// Known returns every fault kind. The slice is new at each call. Failpoint is not in
-// All: `--nemesis all` draws the schedules it always drew; name it to add it.
-func Known() []string { return append(All(), RedisRestartVolatile, Failpoint) }
+// Known returns every fault kind. The slice is new at each call.
+func Known() []string { return append(All(), RedisRestartVolatile) }
 
 // IsKnown reports whether kind is a fault kind.
 func IsKnown(kind string) bool { return slices.Contains(Known(), kind) }

@@ -28,9 +28,8 @@ func TestParseList(t *testing.T) {
 	}
 }
 
-func TestKnownIsAllPlusVolatileAndFailpoint(t *testing.T) {
-	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
-		slices.Contains(All(), Failpoint) || !slices.Contains(Known(), Failpoint) || len(Known()) != len(All())+2 {
+func TestKnownIsAllPlusVolatile(t *testing.T) {
+	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) || len(Known()) != len(All())+1 {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()
