@@ -1,45 +1,59 @@
-// Package listener is fenceline's fenced listener: the cursor store that refuses stale
-// writers, and the loop that ingests events into it while its node leads.
+// Package listener is a fenced event listener: it ingests a feed of events of your type
+// while its node leads, and keeps the feed's cursor, and what each batch of events does,
+// in a store that refuses writers whose fencing token is stale.
 //
-// A leader's term hands the Listener a context (cancelled when the term ends) and the
-// term's fencing token. Listener.Run loads the cursor, fetches the next page from the
-// event Source and commits the page's effects and the new cursor in one fenced write.
+// A leader's term (package election, or any lease that hands out increasing tokens)
+// gives Listener.Run a context, cancelled when the term ends, and the term's token. Run
+// loads the cursor, fetches the next page from the Source and commits it: the batch's
+// effects and the new cursor in one fenced step of the Store.
+//
+//   - RedisStore keeps the cursor in Redis; a batch's effects are Redis writes (Write:
+//     HINCRBY, HSET, SET, RPUSH, XADD, DEL on keys under the election's hash tag),
+//     applied by one Lua script after the token and cursor checks.
+//   - pgstore.Store (package listener/pgstore) keeps it in PostgreSQL; a batch's effects
+//     are your SQL, run in the same transaction as the conditional UPDATE that checks
+//     the token and the cursor.
+//
+// Package storetest holds the contract both stores pass, as a test suite.
 //
 // # What it guarantees
 //
-// RedisStore.Commit is one Lua script, so Redis runs it atomically. It applies a batch
-// only if the writer's token is at least the highest token the store has accepted and the
-// stored cursor is still the one the batch starts from; otherwise it changes nothing but
-// the audit stream and reports ErrStaleToken or ErrCursorConflict. Hence, whatever the
-// leases, pauses, partitions or clocks do:
+// A commit is applied only if the writer's token is at least the highest token the store
+// has accepted and the stored cursor is still the one the batch starts from; otherwise it
+// changes nothing but the audit and returns a *RejectedError (ErrStaleToken,
+// ErrCursorConflict). Hence, whatever the leases, pauses, partitions or clocks do:
 //
 //   - once a token t has been accepted, no write with a token below t is ever applied;
-//   - no event is applied twice and none is skipped: each accepted batch starts exactly
-//     where the previous accepted one ended (the sink is the feed's prefix 1..cursor, given
-//     a source whose ids are contiguous);
-//   - every write attempt that reached Redis is in the audit stream, with its result and
-//     Redis's clock.
-//
-// The go-redis client must not retry: create it with MaxRetries: -1 (NewRedisClient does,
-// NewRedisStore refuses a client that retries). A retried commit is a second write attempt
-// the history never saw, which makes the recorded history wrong even though the fence keeps
-// the data right.
+//   - no batch is applied twice and none is skipped: each accepted batch starts exactly
+//     where the previous accepted one ended, and its effects are applied with it, whole,
+//     or not at all;
+//   - every write attempt that reached the store is in its audit (op id, node, token,
+//     cursor move, result, the store's clock), so a commit whose outcome is unknown
+//     (ErrOutcomeUnknown: a timeout, a lost connection) can be looked up by its op id.
 //
 // # What it does not guarantee
 //
 //   - Liveness: a listener whose token is stale stops; getting a new term is the
 //     election's job.
-//   - Fencing across data loss: the guarantees hold for one Redis dataset. If Redis loses
-//     acknowledged writes (restart without an append-only file, failover of an
-//     asynchronous replica), the cursor record and the token counter can go backwards and
-//     tokens can repeat.
-//   - Effects outside Redis: only the cursor, balances, sink and audit keys are fenced.
-//   - Exactly-once delivery from the source: a page is fetched, possibly more than once;
-//     only its commit is exactly-once.
+//   - Fencing across data loss: the guarantees hold for one dataset. If the store loses
+//     acknowledged writes (Redis restarted without an append-only file, failover to an
+//     asynchronous replica), the cursor and the token counter can go backwards and tokens
+//     can repeat.
+//   - Effects outside the store: only what the commit writes is fenced. An email sent or
+//     an API called while applying a batch is not.
+//   - Exactly-once delivery from the source: a page may be fetched more than once; only
+//     its commit is exactly-once.
+//   - An unbounded audit: by default the Redis audit keeps about the last
+//     DefaultAuditMaxLen attempts and the PostgreSQL audit the attempts of the last
+//     pgstore.DefaultAuditRetention; the chaos harness keeps them all.
+//
+// A store's client must not retry on its own: a retried commit is a second attempt that
+// nobody recorded. NewRedisStore refuses a go-redis client with retries (create it with
+// MaxRetries: -1, as NewRedisClient does).
 //
 // # History
 //
-// With a history.Recorder, RedisStore records every Load and Commit as an invoke event
-// before the request is sent and a completion after: ok, fail (a rejection: certainly not
-// applied) or info (timeout or connection error: it may have been applied).
+// A Recorder is told about every request before it is sent and of its result after: the
+// chaos harness writes them as its history (docs/history.md), and its checker proves
+// from them and from the audit that nothing stale was accepted.
 package listener

@@ -15,21 +15,20 @@ var (
 	// batch starts from (another writer moved it). Nothing was applied.
 	ErrCursorConflict = errors.New("listener: cursor conflict")
 	// ErrOutcomeUnknown: a store request failed in a way that leaves its outcome unknown
-	// (timeout, lost connection, unexpected reply): the commit may have been applied.
+	// (timeout, lost connection, unexpected reply): the commit may have been applied. Its
+	// operation id (in the error text) can be looked up in the store's audit.
 	ErrOutcomeUnknown = errors.New("listener: outcome unknown")
-	// ErrInvalidBatch: Commit was called with a batch it cannot send (empty, or ids not
-	// strictly increasing after from). Nothing was sent.
+	// ErrInvalidBatch: Commit was called with a batch it cannot send (empty, positions
+	// not strictly increasing after from, effects the store cannot apply). Nothing was
+	// sent, unless it is a RejectedError's reason: then the store refused it.
 	ErrInvalidBatch = errors.New("listener: invalid batch")
-	// ErrInvalidConfig is wrapped by the errors of New, NewRedisStore and NewHTTPSource
-	// for a bad configuration.
+	// ErrInvalidConfig is wrapped by the errors of the constructors for a bad
+	// configuration.
 	ErrInvalidConfig = errors.New("listener: invalid config")
-	// ErrSource is wrapped by HTTPSource.Fetch errors about the source's answer (bad
-	// status, malformed body, out-of-order events), as opposed to transport errors.
-	ErrSource = errors.New("listener: bad answer from source")
 )
 
 // RejectedError is the error of a commit the store rejected. It unwraps to ErrStaleToken,
-// ErrCursorConflict or (a commit the script found malformed) ErrInvalidBatch and carries
+// ErrCursorConflict or (a commit the store found malformed) ErrInvalidBatch and carries
 // what the store held at the time.
 type RejectedError struct {
 	Reason       error  // ErrStaleToken, ErrCursorConflict or ErrInvalidBatch
@@ -48,6 +47,17 @@ func (e *RejectedError) Error() string {
 
 // Unwrap returns Reason.
 func (e *RejectedError) Unwrap() error { return e.Reason }
+
+// Outcome of the rejection, for metrics and recorders.
+func (e *RejectedError) Outcome() Outcome {
+	switch {
+	case errors.Is(e.Reason, ErrStaleToken):
+		return OutcomeStaleToken
+	case errors.Is(e.Reason, ErrCursorConflict):
+		return OutcomeCursorConflict
+	}
+	return OutcomeBadArgument
+}
 
 func configErr(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...)

@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/fenceline/fenceline/source"
 )
 
-// Config configures a Listener.
-type Config struct {
+// Config configures a Listener of events of type E.
+type Config[E Event] struct {
 	// Store holds the cursor and takes the fenced commits. Required.
-	Store CursorStore
+	Store Store[E]
 	// Source is the event feed. Required.
-	Source Source
-	// BatchSize is how many events are fetched and committed at once, 1..source.MaxLimit.
+	Source Source[E]
+	// BatchSize is how many events are fetched and committed at once, 1..MaxBatchSize.
 	// Default 100.
 	BatchSize int
 	// PollInterval is how long Run waits when the source has nothing new, after a failed
@@ -33,14 +31,16 @@ type Config struct {
 const (
 	DefaultBatchSize    = 100
 	DefaultPollInterval = 100 * time.Millisecond
+	// MaxBatchSize bounds Config.BatchSize: a batch is one request to the store.
+	MaxBatchSize = 1000
 )
 
-// Listener ingests events from a Source into a CursorStore during a leader's term.
+// Listener ingests events from a Source into a Store during a leader's term.
 // It holds no state between calls of Run and is safe for concurrent use (though two Runs
 // at once only fence each other out).
-type Listener struct {
-	store   CursorStore
-	src     Source
+type Listener[E Event] struct {
+	store   Store[E]
+	src     Source[E]
 	batch   int
 	poll    time.Duration
 	log     *slog.Logger
@@ -48,7 +48,7 @@ type Listener struct {
 }
 
 // New validates cfg, fills in its defaults and returns a Listener.
-func New(cfg Config) (*Listener, error) {
+func New[E Event](cfg Config[E]) (*Listener[E], error) {
 	if cfg.Store == nil {
 		return nil, configErr("Config.Store is required")
 	}
@@ -58,8 +58,8 @@ func New(cfg Config) (*Listener, error) {
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
-	if cfg.BatchSize < 1 || cfg.BatchSize > source.MaxLimit {
-		return nil, configErr("Config.BatchSize %d must be 1..%d", cfg.BatchSize, source.MaxLimit)
+	if cfg.BatchSize < 1 || cfg.BatchSize > MaxBatchSize {
+		return nil, configErr("Config.BatchSize %d must be 1..%d", cfg.BatchSize, MaxBatchSize)
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -73,7 +73,7 @@ func New(cfg Config) (*Listener, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NopMetrics{}
 	}
-	return &Listener{store: cfg.Store, src: cfg.Source, batch: cfg.BatchSize,
+	return &Listener[E]{store: cfg.Store, src: cfg.Source, batch: cfg.BatchSize,
 		poll: cfg.PollInterval, log: cfg.Logger, metrics: cfg.Metrics}, nil
 }
 
@@ -86,10 +86,13 @@ func New(cfg Config) (*Listener, error) {
 // behind its back. While a commit is in flight it already fetches the next page (the page
 // is used only if the commit succeeds).
 //
-// Run returns nil when ctx is done (the term ended), and an error wrapping ErrStaleToken
-// when a commit is rejected as stale: a newer term has written, so this one must stop.
-// Fetch and store errors are logged and retried after PollInterval; they never end Run.
-func (l *Listener) Run(ctx context.Context, token int64) error {
+// Run returns nil when ctx is done (the term ended); an error wrapping ErrStaleToken
+// when a commit is rejected as stale: a newer term has written, so this one must stop;
+// and an error wrapping ErrInvalidBatch when the store cannot apply a batch (its effects
+// are malformed): the same batch would fail again. Other fetch and store errors are
+// logged and retried after PollInterval; they never end Run. A page whose positions are
+// not strictly increasing after the cursor is never committed (logged as fetch-failed).
+func (l *Listener[E]) Run(ctx context.Context, token int64) error {
 	if token < 1 {
 		return fmt.Errorf("listener: Run: token %d must be > 0", token)
 	}
@@ -97,7 +100,7 @@ func (l *Listener) Run(ctx context.Context, token int64) error {
 	var (
 		cursor int64
 		loaded bool
-		next   *prefetch // the page after cursor, if already requested
+		next   *prefetch[E] // the page after cursor, if already requested
 	)
 	defer func() { next.stop() }()
 
@@ -116,7 +119,7 @@ func (l *Listener) Run(ctx context.Context, token int64) error {
 			cursor, loaded = c, true
 		}
 
-		var events []source.Event
+		var events []E
 		var err error
 		if next != nil && next.cursor == cursor {
 			events, err = next.wait()
@@ -137,7 +140,13 @@ func (l *Listener) Run(ctx context.Context, token int64) error {
 			l.sleep(ctx)
 			continue
 		}
-		to := events[len(events)-1].ID
+		if err := ValidateBatch(cursor, events); err != nil {
+			// A source that breaks its contract: never commit what it gave.
+			log.Warn("fetch-failed", slog.Int64("cursor", cursor), slog.String("error", err.Error()))
+			l.sleep(ctx)
+			continue
+		}
+		to := events[len(events)-1].Position()
 		next = l.fetchAhead(ctx, to)
 
 		start := time.Now()
@@ -152,6 +161,12 @@ func (l *Listener) Run(ctx context.Context, token int64) error {
 			l.metrics.ObserveCommit(OutcomeStaleToken, len(events), latency)
 			attrs = append(attrs, rejectionAttrs(err)...)
 			log.Warn("fencing-token-rejected", attrs...)
+			return err
+		case errors.Is(err, ErrInvalidBatch):
+			// The store refused the batch's effects: a bug of the caller's Effects, not
+			// something a retry fixes. Stop rather than spin.
+			l.metrics.ObserveCommit(OutcomeBadArgument, len(events), latency)
+			log.Error("batch-refused", append(attrs, slog.String("error", err.Error()))...)
 			return err
 		case errors.Is(err, ErrCursorConflict):
 			l.metrics.ObserveCommit(OutcomeCursorConflict, len(events), latency)
@@ -182,7 +197,7 @@ func rejectionAttrs(err error) []any {
 }
 
 // sleep waits PollInterval or until ctx is done.
-func (l *Listener) sleep(ctx context.Context) {
+func (l *Listener[E]) sleep(ctx context.Context) {
 	t := time.NewTimer(l.poll)
 	defer t.Stop()
 	select {
@@ -193,17 +208,17 @@ func (l *Listener) sleep(ctx context.Context) {
 
 // prefetch is one fetch running in its own goroutine. Its owner calls exactly one of wait
 // or stop, which both wait for the goroutine.
-type prefetch struct {
+type prefetch[E Event] struct {
 	cursor int64
 	done   chan struct{} // closed by the goroutine when events and err are set
 	cancel context.CancelFunc
-	events []source.Event
+	events []E
 	err    error
 }
 
-func (l *Listener) fetchAhead(ctx context.Context, cursor int64) *prefetch {
+func (l *Listener[E]) fetchAhead(ctx context.Context, cursor int64) *prefetch[E] {
 	fctx, cancel := context.WithCancel(ctx)
-	p := &prefetch{cursor: cursor, done: make(chan struct{}), cancel: cancel}
+	p := &prefetch[E]{cursor: cursor, done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(p.done)
 		p.events, p.err = l.src.Fetch(fctx, cursor, l.batch)
@@ -212,14 +227,14 @@ func (l *Listener) fetchAhead(ctx context.Context, cursor int64) *prefetch {
 }
 
 // wait returns the fetch's result.
-func (p *prefetch) wait() ([]source.Event, error) {
+func (p *prefetch[E]) wait() ([]E, error) {
 	<-p.done
 	p.cancel()
 	return p.events, p.err
 }
 
 // stop abandons the fetch and waits for its goroutine. It is a no-op on nil.
-func (p *prefetch) stop() {
+func (p *prefetch[E]) stop() {
 	if p == nil {
 		return
 	}

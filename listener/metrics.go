@@ -15,6 +15,7 @@ const (
 	OutcomeStaleToken     Outcome = "stale-token"     // rejected: fencing-token-rejected
 	OutcomeCursorConflict Outcome = "cursor-conflict" // rejected: the cursor had moved
 	OutcomeUnknown        Outcome = "unknown"         // timeout or connection error
+	OutcomeBadArgument    Outcome = "bad-argument"    // rejected: the batch is malformed
 )
 
 // Metrics receives the Listener's measurements. Implementations must be safe for

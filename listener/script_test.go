@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -15,14 +14,16 @@ import (
 )
 
 // runCommitScript sends the commit script raw arguments, as a client other than
-// RedisStore could, and returns its reply.
+// RedisStore could, with the keys cursor, audit, balances and sink, and returns its reply.
 func runCommitScript(tb testing.TB, c redis.UniversalClient, name string, args ...string) []any {
 	tb.Helper()
 	a := make([]any, len(args))
 	for i, s := range args {
 		a[i] = s
 	}
-	reply, err := redis.NewScript(CommitScript).Run(context.Background(), c, KeysFor(name).list(), a...).Slice()
+	k := KeysFor(name)
+	reply, err := redis.NewScript(commitScript).Run(context.Background(), c,
+		[]string{k.Cursor, k.Audit, k.Key("balances"), k.Key("sink")}, a...).Slice()
 	if err != nil {
 		tb.Fatalf("commit script %q: %v", args, err)
 	}
@@ -44,14 +45,14 @@ func snapshot(tb testing.TB, c redis.UniversalClient, name string) (storeSnapsho
 
 // TestCommitScriptRejectsMalformedNumbers: every number the script is sent must be a
 // canonical decimal integer within ±(2^53-1). tonumber() takes "nan", "inf", "2.0e0",
-// "0x10" and " 1"; before the check the script stored them as sent, and after a commit
-// with token "nan" a stale token was accepted. Each malformed commit must change nothing
-// and be audited as bad-argument with the arguments as sent.
+// "0x10" and " 1"; a script that stored them as sent once accepted a stale token after a
+// commit with token "nan". Each malformed commit must change nothing and be audited as
+// bad-argument with the arguments as sent and an error naming the bad one.
 func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 	_, c := newRedis(t)
 	ctx := context.Background()
 	const name = "malformed"
-	s := newStore(t, c, StoreConfig{Name: name})
+	s := newStore(t, c, RedisConfig[source.Event]{Name: name})
 	if err := s.Commit(ctx, 2, 0, source.Range(0, 5)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +60,10 @@ func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 	if before.Cursor != 5 || before.Token != 2 || len(audit) != 1 {
 		t.Fatalf("set-up: %+v, %d audit entries", before, len(audit))
 	}
-	// A valid commit from cursor 5 with token 3, one event; position i is replaced.
-	valid := []string{"op", "n9", "3", "5", "6", "6", "a", "b", "10"}
-	positions := map[int]string{2: "token", 3: "from", 4: "to", 5: "event id", 8: "amount"}
+	// A valid commit from cursor 5 with token 3: HINCRBY balances a 10, RPUSH sink 6.
+	valid := []string{"op", "n9", "3", "5", "6", "0", "HINCRBY", "3", "2", "a", "10", "RPUSH", "4", "1", "6"}
+	positions := map[int]string{2: "token", 3: "from", 4: "to", 5: "audit max length", 7: "key index",
+		8: "argument count", 10: "increment"}
 	bad := []string{"nan", "NaN", "inf", "-inf", "2.0e0", "0x10", "", " 1", "1 ", "+1", "01", "-0",
 		"1e3", "1.5", "6\n", "9007199254740992", "-9007199254740992", "99999999999999999999",
 		"18446744073709551616"}
@@ -87,7 +89,6 @@ func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 			}
 		}
 	}
-	// The stream keeps the arguments as sent and names the bad one.
 	msgs, err := c.XRange(ctx, KeysFor(name).Audit, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -97,15 +98,17 @@ func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 			t.Errorf("audit %v has no error field", m.Values)
 		}
 	}
-	// Wrong arity is audited as well.
-	if reply := runCommitScript(t, c, name, "op-arity", "n9", "3", "5", "6", "6", "a", "b"); reply[0] != ResultBadArgument {
-		t.Errorf("8 arguments: reply %v", reply)
-	}
-	// Ill-formed batches: ids not increasing, to not the last id.
+	// Ill-formed commits and writes are audited as well.
 	for _, args := range [][]string{
-		{"op-order", "n9", "3", "5", "7", "7", "a", "b", "1", "6", "a", "b", "1"},
-		{"op-behind", "n9", "3", "5", "5", "5", "a", "b", "1"},
-		{"op-to", "n9", "3", "5", "9", "6", "a", "b", "1"},
+		{"op-arity", "n9", "3", "5", "6"},
+		{"op-behind", "n9", "3", "5", "5", "0"},
+		{"op-cmd", "n9", "3", "5", "6", "0", "EVAL", "3", "0"},
+		{"op-key", "n9", "3", "5", "6", "0", "DEL", "1", "0"}, // the cursor record
+		{"op-key2", "n9", "3", "5", "6", "0", "DEL", "5", "0"},
+		{"op-short", "n9", "3", "5", "6", "0", "RPUSH", "4", "3", "1"},
+		{"op-hset", "n9", "3", "5", "6", "0", "HSET", "3", "1", "a"},
+		{"op-xadd", "n9", "3", "5", "6", "0", "XADD", "3", "3", "a", "b", "c"},
+		{"op-rpush0", "n9", "3", "5", "6", "0", "RPUSH", "4", "0"},
 	} {
 		if reply := runCommitScript(t, c, name, args...); reply[0] != ResultBadArgument {
 			t.Errorf("%q: reply %v", args, reply)
@@ -116,104 +119,49 @@ func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 	}
 
 	// The fence still holds: a stale token is refused, the next one is accepted.
-	if reply := runCommitScript(t, c, name, "op-stale", "n9", "1", "5", "6", "6", "a", "b", "10"); reply[0] != history.ErrStaleToken {
+	stale := append([]string{"op-stale", "n9", "1"}, valid[3:]...)
+	if reply := runCommitScript(t, c, name, stale...); reply[0] != history.ErrStaleToken {
 		t.Errorf("stale token 1 after the malformed commits: reply %v", reply)
 	}
 	if reply := runCommitScript(t, c, name, valid...); reply[0] != "ok" {
 		t.Errorf("valid commit: reply %v", reply)
-	}
-	// ReadState reads the bad-argument entries (non-integers as 0) and Load still works.
-	st := readState(t, c, name)
-	if st.Cursor != 6 || st.MaxToken != 3 {
-		t.Errorf("after a valid commit: cursor %d token %d", st.Cursor, st.MaxToken)
 	}
 	if cur, tok, err := s.Load(ctx); err != nil || cur != 6 || tok != 3 {
 		t.Errorf("Load = %d, %d, %v", cur, tok, err)
 	}
 }
 
-// TestCommitScriptExactLimits: the largest magnitudes are accepted exactly, and a large
-// net change reaches HINCRBY as an integer (Lua's tostring would send 9.007199254741e+15,
-// which HINCRBY refuses after the audit entry was written).
+// TestCommitScriptExactLimits: the largest magnitudes are accepted exactly.
 func TestCommitScriptExactLimits(t *testing.T) {
 	_, c := newRedis(t)
 	const name = "limits"
 	maxs := strconv.FormatInt(MaxExactInt, 10)
-	if reply := runCommitScript(t, c, name, "op1", "n1", "1", "0", "1", "1", "a", "b", maxs); reply[0] != "ok" {
-		t.Fatalf("amount 2^53-1: reply %v", reply)
+	if reply := runCommitScript(t, c, name, "op1", "n1", maxs, "0", maxs, maxs, "HINCRBY", "3", "2", "a", maxs); reply[0] != "ok" {
+		t.Fatalf("largest token, cursor and increment: %v", reply)
 	}
-	if reply := runCommitScript(t, c, name, "op2", "n1", maxs, "1", "2", "2", "b", "a", "-"+maxs); reply[0] != "ok" {
-		t.Fatalf("token 2^53-1, amount -(2^53-1): reply %v", reply)
+	if reply := runCommitScript(t, c, name, "op2", "n1", maxs, "1", "2", "0"); reply[0] != history.ErrCursorConflict {
+		t.Fatalf("from 1 after cursor 2^53-1: %v", reply)
 	}
-	st := readState(t, c, name)
-	want := -2 * int64(MaxExactInt)
-	if st.Balances["a"] != want || st.Balances["b"] != -want || st.MaxToken != MaxExactInt || st.Cursor != 2 {
-		t.Errorf("store %+v; want a=%d b=%d token 2^53-1 cursor 2", st, want, -want)
-	}
-	// Two payments whose sum leaves the exact range are refused whole.
-	if reply := runCommitScript(t, c, name, "op3", "n1", maxs, "2", "4", "3", "a", "c", maxs, "4", "a", "c", "1"); reply[0] != ResultBadArgument {
-		t.Errorf("net change 2^53: reply %v", reply)
-	}
-	// A balance that could overflow int64 is refused before anything is written.
-	if err := c.HSet(context.Background(), KeysFor(name).Balances, "c", "9000000000000000000").Err(); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := snapshot(t, c, name)
-	if reply := runCommitScript(t, c, name, "op4", "n1", maxs, "2", "3", "3", "a", "c", maxs); reply[0] != ResultBadArgument {
-		t.Errorf("balance near int64: reply %v", reply)
-	}
-	if after, _ := snapshot(t, c, name); !reflect.DeepEqual(after, before) {
-		t.Errorf("store changed: %+v, was %+v", after, before)
+	bal, _ := c.HGet(context.Background(), KeysFor(name).Key("balances"), "a").Result()
+	if bal != maxs {
+		t.Errorf("balance %q, want %s", bal, maxs)
 	}
 }
 
 // TestCommitScriptRefusesCorruptRecord: a cursor record that something else wrote as a
-// non-integer is an error, and nothing is written.
+// non-integer is an error reply, and nothing is written.
 func TestCommitScriptRefusesCorruptRecord(t *testing.T) {
 	_, c := newRedis(t)
 	ctx := context.Background()
 	const name = "corrupt"
-	if err := c.HSet(ctx, KeysFor(name).Cursor, "cursor", "0", "token", "nan").Err(); err != nil {
-		t.Fatal(err)
-	}
-	a := []any{"op", "n1", "1", "0", "1", "1", "a", "b", "1"}
-	_, err := redis.NewScript(CommitScript).Run(ctx, c, KeysFor(name).list(), a...).Result()
+	k := KeysFor(name)
+	c.HSet(ctx, k.Cursor, "cursor", "1.5", "token", "1")
+	_, err := redis.NewScript(commitScript).Run(ctx, c, []string{k.Cursor, k.Audit, k.Key("sink")},
+		"op", "n1", "2", "0", "1", "0", "RPUSH", "3", "1", "1").Result()
 	if err == nil {
-		t.Fatal("commit on a corrupt record: no error")
+		t.Fatal("the script accepted a corrupt cursor record")
 	}
-	if n, _ := c.XLen(ctx, KeysFor(name).Audit).Result(); n != 0 {
-		t.Errorf("audit has %d entries", n)
-	}
-	if n, _ := c.LLen(ctx, KeysFor(name).Sink).Result(); n != 0 {
-		t.Errorf("sink has %d entries", n)
-	}
-}
-
-// TestCommitRefusesInexactNumbers: RedisStore never sends a number the script would
-// refuse; it returns ErrInvalidBatch without sending or recording.
-func TestCommitRefusesInexactNumbers(t *testing.T) {
-	_, c := newRedis(t)
-	var buf syncBuffer
-	s := newStore(t, c, StoreConfig{Name: "inexact", Recorder: history.NewRecorder(&buf)})
-	ctx := context.Background()
-	big := source.At(1)
-	big.Amount = MaxExactInt + 1
-	for name, tc := range map[string]struct {
-		token, from int64
-		evs         []source.Event
-	}{
-		"token":  {MaxExactInt + 1, 0, source.Range(0, 1)},
-		"from":   {1, -MaxExactInt - 1, source.Range(0, 1)},
-		"amount": {1, 0, []source.Event{big}},
-	} {
-		if err := s.Commit(ctx, tc.token, tc.from, tc.evs); !errors.Is(err, ErrInvalidBatch) {
-			t.Errorf("%s: err %v, want ErrInvalidBatch", name, err)
-		}
-	}
-	if buf.String() != "" {
-		t.Errorf("history %q, want empty", buf.String())
-	}
-	if n, _ := c.XLen(ctx, KeysFor("inexact").Audit).Result(); n != 0 {
-		t.Errorf("audit has %d entries", n)
+	if n, _ := c.Exists(ctx, k.Audit, k.Key("sink")).Result(); n != 0 {
+		t.Errorf("%d keys written after the error", n)
 	}
 }

@@ -34,6 +34,9 @@ type Event struct {
 	Amount int64
 }
 
+// Position is the event's place in the feed, its ID: the cursor after it is applied.
+func (e Event) Position() int64 { return e.ID }
+
 // Accounts returns the names of the ledger's accounts, "acct-00" .. "acct-15".
 func Accounts() []string {
 	out := make([]string, NumAccounts)

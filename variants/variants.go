@@ -102,9 +102,12 @@ func ByName(name string) (Variant, error) {
 	return Variant{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
 }
 
+// redisStore is the Redis store of the demo ledger's events.
+type redisStore = listener.RedisStore[source.Event]
+
 // Store returns the cursor store of the named variant, with the store failpoints
 // (internal/failpoint) in front of it.
-func Store(name string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	s, err := store(name, client, cfg)
 	if err != nil {
 		return nil, err
@@ -112,31 +115,30 @@ func Store(name string, client redis.UniversalClient, cfg listener.StoreConfig) 
 	return failpointStore{s}, nil
 }
 
-func store(name string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+// store returns the named variant's store. Its broken scripts are installed through the
+// listener's chaos seam, which a default build does not have.
+func store(name string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	if _, err := ByName(name); err != nil {
+		return nil, err
+	}
+	s, err := listener.NewRedisStore(client, cfg)
+	if err != nil {
+		return nil, err
+	}
 	switch name {
-	case Reference, NonAtomicRelease, VolatileRedis:
-		return listener.NewRedisStore(client, cfg)
 	case NoFence:
-		cfg.Script = unfencedScript
-		s, err := listener.NewRedisStore(client, cfg)
-		return uncancellable{s}, err
+		listener.SetCommitScriptForChaos(s, unfencedScript)
+		return uncancellable{s}, nil
 	case LeaseOnly:
-		cfg.Script = unfencedScript
-		return listener.NewRedisStore(client, cfg)
+		listener.SetCommitScriptForChaos(s, unfencedScript)
 	case StringCompare:
-		cfg.Script = stringCompareScript
-		s, err := listener.NewRedisStore(client, cfg)
-		if err != nil {
-			return nil, err
-		}
+		listener.SetCommitScriptForChaos(s, stringCompareScript)
 		return s, startCounter(client, cmp.Or(cfg.Name, election.DefaultName))
 	case ClientCheck:
-		cfg.Script = unfencedScript
-		s, err := listener.NewRedisStore(client, cfg)
-		return &clientCheck{RedisStore: s}, err
+		listener.SetCommitScriptForChaos(s, unfencedScript)
+		return &clientCheck{redisStore: s}, nil
 	}
-	_, err := ByName(name)
-	return nil, err
+	return s, nil
 }
 
 // StringCompareCounterStart is where StringCompare's nodes start the token counter.
@@ -168,8 +170,8 @@ elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
 end`
 
 var (
-	unfencedScript      = strings.Replace(listener.CommitScript, referenceCheck, `-- no check: whoever writes last wins`, 1)
-	stringCompareScript = strings.Replace(listener.CommitScript, referenceCheck, `if ARGV[3] < stored then
+	unfencedScript      = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
+	stringCompareScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if ARGV[3] < stored then
   result = 'stale-token'
 elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
   result = 'cursor-conflict'
@@ -178,10 +180,10 @@ end`, 1)
 
 // uncancellable finishes a commit it has started even when the term ends meanwhile, as a
 // listener does that takes no context: the write lands whenever it lands.
-type uncancellable struct{ *listener.RedisStore }
+type uncancellable struct{ *redisStore }
 
 func (u uncancellable) Commit(ctx context.Context, token, from int64, events []source.Event) error {
-	return u.RedisStore.Commit(context.WithoutCancel(ctx), token, from, events)
+	return u.redisStore.Commit(context.WithoutCancel(ctx), token, from, events)
 }
 
 // clientCheck checks the fence in the client, in a round trip of its own, and then
@@ -204,7 +206,7 @@ func (u uncancellable) Commit(ctx context.Context, token, from int64, events []s
 // not expose it: on SIGCONT the elector's local deadline has passed, and the term's
 // context is cancelled before the next write goes out (0 of 8 pauses of the leader).
 type clientCheck struct {
-	*listener.RedisStore
+	*redisStore
 	mu    sync.Mutex
 	ahead *fenceCheck // the check made for the next commit; nil if none
 }
@@ -220,7 +222,7 @@ func (c *clientCheck) Commit(ctx context.Context, token, from int64, events []so
 	chk := c.ahead
 	c.ahead = nil
 	if chk == nil || chk.token != token {
-		cursor, stored, err := c.RedisStore.Load(ctx)
+		cursor, stored, err := c.redisStore.Load(ctx)
 		if err != nil {
 			return err
 		}
@@ -232,21 +234,21 @@ func (c *clientCheck) Commit(ctx context.Context, token, from int64, events []so
 	if chk.cursor != from {
 		return &listener.RejectedError{Reason: listener.ErrCursorConflict, Token: token, From: from, StoredToken: chk.stored, StoredCursor: chk.cursor}
 	}
-	if err := c.RedisStore.Commit(ctx, token, from, events); err != nil {
+	if err := c.redisStore.Commit(ctx, token, from, events); err != nil {
 		return err
 	}
 	// The check for the next batch, made now, off the next write's path.
-	if cursor, stored, err := c.RedisStore.Load(ctx); err == nil {
+	if cursor, stored, err := c.redisStore.Load(ctx); err == nil {
 		c.ahead = &fenceCheck{token: token, cursor: cursor, stored: stored}
 	}
 	return nil
 }
 
 // failpointStore runs the store failpoints around a variant's store.
-type failpointStore struct{ listener.CursorStore }
+type failpointStore struct{ listener.Store[source.Event] }
 
 func (f failpointStore) Load(ctx context.Context) (int64, int64, error) {
-	cursor, token, err := f.CursorStore.Load(ctx)
+	cursor, token, err := f.Store.Load(ctx)
 	if err == nil {
 		err = hit("store/after-load")
 	}
@@ -257,5 +259,5 @@ func (f failpointStore) Commit(ctx context.Context, token, from int64, events []
 	if err := hit("store/before-commit"); err != nil {
 		return err
 	}
-	return f.CursorStore.Commit(ctx, token, from, events)
+	return f.Store.Commit(ctx, token, from, events)
 }

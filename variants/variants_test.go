@@ -49,7 +49,7 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("%s: reference faults %q: the reference keeps its persistent Redis", v.Name, ref)
 		}
 		if v.Name != Reference {
-			if _, err := Store(v.Name, client, listener.StoreConfig{Node: "n1"}); err != nil {
+			if _, err := Store(v.Name, client, listener.RedisConfig[source.Event]{Node: "n1"}); err != nil {
 				t.Errorf("Store(%s): %v", v.Name, err)
 			}
 		}
@@ -57,7 +57,7 @@ func TestCatalogue(t *testing.T) {
 	if _, err := ByName("nonsense"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("ByName(nonsense): %v", err)
 	}
-	if _, err := Store("nonsense", client, listener.StoreConfig{Node: "n1"}); !errors.Is(err, ErrUnknown) {
+	if _, err := Store("nonsense", client, listener.RedisConfig[source.Event]{Node: "n1"}); !errors.Is(err, ErrUnknown) {
 		t.Errorf("Store(nonsense): %v", err)
 	}
 	v, _ := ByName(VolatileRedis)
@@ -70,11 +70,11 @@ func TestCatalogue(t *testing.T) {
 // script's check changed, the replacement would silently not happen and the "broken"
 // variants would be the reference.
 func TestBrokenScriptsReplaceTheCheck(t *testing.T) {
-	if !strings.Contains(listener.CommitScript, referenceCheck) {
-		t.Fatal("listener.CommitScript no longer contains the check the broken variants replace")
+	if !strings.Contains(listener.CommitScriptForChaos, referenceCheck) {
+		t.Fatal("listener.CommitScriptForChaos no longer contains the check the broken variants replace")
 	}
 	for name, s := range map[string]string{"unfenced": unfencedScript, "string-compare": stringCompareScript} {
-		if s == listener.CommitScript || strings.Contains(s, referenceCheck) {
+		if s == listener.CommitScriptForChaos || strings.Contains(s, referenceCheck) {
 			t.Errorf("%s script still holds the reference check", name)
 		}
 	}
@@ -115,7 +115,7 @@ func TestStores(t *testing.T) {
 		client := election.NewClient(srv.Addr())
 		defer client.Close()
 		name := c.variant + "-" + string(rune('a'+i))
-		st, err := Store(c.variant, client, listener.StoreConfig{Name: name, Node: "n1"})
+		st, err := Store(c.variant, client, listener.RedisConfig[source.Event]{Name: name, Node: "n1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,11 +233,11 @@ func TestClientCheckRace(t *testing.T) {
 	ctx := context.Background()
 	client := election.NewClient(srv.Addr())
 	defer client.Close()
-	old, err := Store(ClientCheck, client, listener.StoreConfig{Name: "cc", Node: "n1"})
+	old, err := Store(ClientCheck, client, listener.RedisConfig[source.Event]{Name: "cc", Node: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newer, err := Store(Reference, client, listener.StoreConfig{Name: "cc", Node: "n2"})
+	newer, err := Store(Reference, client, listener.RedisConfig[source.Event]{Name: "cc", Node: "n2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestClientCheckRace(t *testing.T) {
 		t.Errorf("after the stale write: cursor %d token %d (%v), want 15 and 1", cursor, stored, err)
 	}
 	// A new term's first write is checked just before it is sent.
-	fresh, err := Store(ClientCheck, client, listener.StoreConfig{Name: "cc", Node: "n3"})
+	fresh, err := Store(ClientCheck, client, listener.RedisConfig[source.Event]{Name: "cc", Node: "n3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +276,14 @@ func TestStringCompareCounterStart(t *testing.T) {
 	client := election.NewClient(srv.Addr())
 	defer client.Close()
 	for range 2 { // a restarted node leaves the counter alone
-		if _, err := Store(StringCompare, client, listener.StoreConfig{Name: "sc", Node: "n1"}); err != nil {
+		if _, err := Store(StringCompare, client, listener.RedisConfig[source.Event]{Name: "sc", Node: "n1"}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := client.Get(ctx, election.TokenKey("sc")).Int64(); err != nil || n != StringCompareCounterStart {
 			t.Fatalf("counter %d (%v), want %d", n, err, StringCompareCounterStart)
 		}
 		client.Incr(ctx, election.TokenKey("sc")) // a token issued
-		if _, err := Store(StringCompare, client, listener.StoreConfig{Name: "sc", Node: "n2"}); err != nil {
+		if _, err := Store(StringCompare, client, listener.RedisConfig[source.Event]{Name: "sc", Node: "n2"}); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := client.Get(ctx, election.TokenKey("sc")).Int64(); n != StringCompareCounterStart+1 {
@@ -292,7 +292,7 @@ func TestStringCompareCounterStart(t *testing.T) {
 		client.Del(ctx, election.TokenKey("sc"))
 	}
 	// Other variants do not touch it.
-	if _, err := Store(Reference, client, listener.StoreConfig{Name: "ref", Node: "n1"}); err != nil {
+	if _, err := Store(Reference, client, listener.RedisConfig[source.Event]{Name: "ref", Node: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := client.Exists(ctx, election.TokenKey("ref")).Result(); n != 0 {

@@ -30,7 +30,7 @@ type RegisterConfig struct {
 	// Client is the Redis client the tokens are taken with.
 	Client redis.UniversalClient
 	// Store returns the cursor store of the client called id.
-	Store func(id string) (listener.CursorStore, error)
+	Store func(id string) (listener.Store[source.Event], error)
 	// Recorder returns what records the token acquisitions of the client called id (an
 	// acquire each), so that the checker can prove each token went to one client.
 	Recorder func(id string) election.Recorder
@@ -66,7 +66,7 @@ func RunRegister(ctx context.Context, cfg RegisterConfig) error {
 
 type registerClient struct {
 	id       string
-	store    listener.CursorStore
+	store    listener.Store[source.Event]
 	client   redis.UniversalClient
 	tokenKey string
 	elec     election.Recorder

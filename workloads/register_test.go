@@ -11,6 +11,8 @@ import (
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads/ledger"
 )
 
 // tokenLog records the register clients' token acquisitions.
@@ -53,15 +55,15 @@ func TestRunRegister(t *testing.T) {
 	defer cancel()
 	err := RunRegister(ctx, RegisterConfig{
 		Node: "n1", Clients: 3, Election: "reg", Client: client,
-		Store: func(id string) (listener.CursorStore, error) {
-			return listener.NewRedisStore(client, listener.StoreConfig{Name: "reg", Node: id})
+		Store: func(id string) (listener.Store[source.Event], error) {
+			return listener.NewRedisStore(client, listener.RedisConfig[source.Event]{Name: "reg", Node: id, Effects: ledger.RedisEffects})
 		},
 		Recorder: func(id string) election.Recorder { return clientRecorder{log: log, id: id} },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := listener.NewRedisStore(client, listener.StoreConfig{Name: "reg", Node: "reader"})
+	st, err := listener.NewRedisStore(client, listener.RedisConfig[source.Event]{Name: "reg", Node: "reader"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestRunRegister(t *testing.T) {
 	if err != nil || cursor == 0 {
 		t.Fatalf("cursor %d, %v: the clients committed nothing", cursor, err)
 	}
-	sink, err := client.LRange(context.Background(), listener.KeysFor("reg").Sink, 0, -1).Result()
+	sink, err := client.LRange(context.Background(), listener.KeysFor("reg").Key(ledger.SinkKey), 0, -1).Result()
 	if err != nil || int64(len(sink)) != cursor {
 		t.Errorf("sink has %d events for cursor %d (%v)", len(sink), cursor, err)
 	}

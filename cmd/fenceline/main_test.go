@@ -14,6 +14,7 @@ import (
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads/ledger"
 )
 
 func runCmd(args ...string) (int, string, string) {
@@ -86,7 +87,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Set(ctx, election.TokenKey(""), 7, 0)
-	store, err := listener.NewRedisStore(c, listener.StoreConfig{Node: "n2"})
+	store, err := listener.NewRedisStore(c, listener.RedisConfig[source.Event]{Node: "n2", Effects: ledger.RedisEffects})
 	if err != nil {
 		t.Fatal(err)
 	}

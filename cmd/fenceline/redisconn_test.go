@@ -37,7 +37,7 @@ import (
 // nodeACL is the least privilege a node needs (README "Secrets, TLS and ACLs"): the
 // election's keys and channel, and the commands the node sends or its scripts call.
 const nodeACL = "~{fenceline}:* &{fenceline}:* +evalsha +eval +subscribe +ping " +
-	"+get +set +incr +pttl +pexpire +del +publish +hmget +xadd +time +hincrby +rpush +hset"
+	"+get +set +incr +pttl +pexpire +del +publish +hmget +xadd +time +hincrby +rpush +hset +hget +type"
 
 // The password is never printed: not by -h, not by a flag typo (both print the flag
 // defaults, which end up in service logs), for any command that takes it.

@@ -13,6 +13,7 @@ import (
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
 )
 
 // ChaosBuild is false in a default build: no variant, no fault hook, no register
@@ -33,7 +34,7 @@ func checkVariant(name string) error {
 	return fmt.Errorf("variant %q %w (the broken variants exist only there; this build runs the reference only): %s", name, errNeedsChaos, ChaosBuildHint)
 }
 
-func newStore(variant string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+func newStore(variant string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	if err := checkVariant(variant); err != nil {
 		return nil, err
 	}

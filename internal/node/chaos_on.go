@@ -20,6 +20,7 @@ import (
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/skewclock"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -35,7 +36,7 @@ func checkVariant(name string) error {
 	return err
 }
 
-func newStore(variant string, client redis.UniversalClient, cfg listener.StoreConfig) (listener.CursorStore, error) {
+func newStore(variant string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	return variants.Store(variant, client, cfg)
 }
 
@@ -138,12 +139,12 @@ func armFailpoints(specs []string) error {
 func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, rec *history.Recorder, st *state) error {
 	return workloads.RunRegister(ctx, workloads.RegisterConfig{
 		Node: cfg.ID, Clients: cfg.Clients, Election: cfg.Election, Client: client,
-		Store: func(id string) (listener.CursorStore, error) {
-			s, err := newStore(cfg.Variant, client, listener.StoreConfig{Name: cfg.Election, Node: id, Recorder: rec})
+		Store: func(id string) (listener.Store[source.Event], error) {
+			s, err := newStore(cfg.Variant, client, storeConfig(cfg, id, rec))
 			if err != nil {
 				return nil, err
 			}
-			return &trackingStore{CursorStore: s, st: st}, nil
+			return &trackingStore{Store: s, st: st}, nil
 		},
 		Recorder: func(id string) election.Recorder { return newElectionRecorder(rec, id, st.health) },
 	})

@@ -48,6 +48,9 @@ type Config struct {
 	Lease, Renew, Retry time.Duration
 	// Batch is the number of events per commit; Clients the register workload's clients.
 	Batch, Clients int
+	// AuditMaxLen caps the store's audit (about that many entries; 0: every entry). A
+	// Chaos node keeps every entry: the checker reads them all.
+	AuditMaxLen int64
 	// Redis are the client options (see election.ClientOptions).
 	Redis *redis.Options
 }
@@ -109,9 +112,9 @@ func (c Config) validate() error {
 			return fmt.Errorf("--chaos serves unauthenticated fault hooks on --control %q, which is not a loopback address; use 127.0.0.1, or add --chaos-allow-remote-control", c.Control)
 		}
 	}
-	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 {
-		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1 and no negative interval (got %v, %d, %d, %v, %v)",
-			c.Lease, c.Batch, c.Clients, c.Renew, c.Retry)
+	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 || c.AuditMaxLen < 0 {
+		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1, --audit-max-len >= 0 and no negative interval (got %v, %d, %d, %d, %v, %v)",
+			c.Lease, c.Batch, c.Clients, c.AuditMaxLen, c.Renew, c.Retry)
 	}
 	return nil
 }

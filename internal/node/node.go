@@ -18,6 +18,8 @@ import (
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads/ledger"
 )
 
 // Check is `fenceline node --check`: everything a node would find wrong with its
@@ -52,10 +54,10 @@ func check(cfg Config) error {
 	client := redis.NewClient(cfg.Redis)
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
-		if _, err := newStore(cfg.Variant, client, listener.StoreConfig{Name: cfg.Election, Node: cfg.ID}); err != nil {
+		if _, err := newStore(cfg.Variant, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
 			return err
 		}
-		if _, err := listener.NewHTTPSource(listener.HTTPSourceConfig{BaseURL: cfg.Source}); err != nil {
+		if _, err := ledger.NewHTTPSource(ledger.HTTPSourceConfig{BaseURL: cfg.Source}); err != nil {
 			return err
 		}
 	}
@@ -144,12 +146,12 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		return err
 	}
 
-	store, err := newStore(cfg.Variant, client, listener.StoreConfig{Name: cfg.Election, Node: cfg.ID, Recorder: rec})
+	store, err := newStore(cfg.Variant, client, storeConfig(cfg, cfg.ID, rec))
 	if err != nil {
 		return err
 	}
-	tracked := &trackingStore{CursorStore: store, st: st}
-	src, err := listener.NewHTTPSource(listener.HTTPSourceConfig{BaseURL: cfg.Source})
+	tracked := &trackingStore{Store: store, st: st}
+	src, err := ledger.NewHTTPSource(ledger.HTTPSourceConfig{BaseURL: cfg.Source})
 	if err != nil {
 		return err
 	}
@@ -157,7 +159,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := listener.New(listener.Config{
+	l, err := listener.New(listener.Config[source.Event]{
 		Store: tracked, Source: src, BatchSize: cfg.Batch, Logger: logger, Metrics: lmetrics,
 	})
 	if err != nil {
@@ -190,6 +192,21 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	}
 	logger.Info("node-stopped")
 	return err
+}
+
+// storeConfig is the Redis store's configuration for the store client called id (the
+// node, or one of its register clients): the demo ledger's effects, the history, and
+// the audit's cap (none for a chaos node: the checker reads every entry).
+func storeConfig(cfg Config, id string, rec *history.Recorder) listener.RedisConfig[source.Event] {
+	c := listener.RedisConfig[source.Event]{Name: cfg.Election, Node: id, Effects: ledger.RedisEffects,
+		AuditMaxLen: cfg.AuditMaxLen}
+	if cfg.AuditMaxLen == 0 || cfg.Chaos {
+		c.AuditMaxLen = listener.AuditUnbounded
+	}
+	if rec != nil {
+		c.Recorder = storeRecorder{rec: rec, node: id}
+	}
+	return c
 }
 
 // historyErrorLinger is how long a node whose history failed keeps serving /status (with

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/listener"
 )
 
 // electionRecorder writes the elector's steps to the node's history, and tells health
@@ -66,4 +67,38 @@ func newBoot() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// storeRecorder writes the cursor store's requests to the node's history
+// (docs/history.md): an invoke before, then ok, fail (a rejection, with its reason as
+// the error) or info (unknown).
+type storeRecorder struct {
+	rec  *history.Recorder
+	node string
+}
+
+func (r storeRecorder) Invoke(op listener.Op) func(listener.Result) {
+	ev := history.Event{ID: op.ID, Kind: history.Kind(op.Kind), Node: r.node}
+	if op.Kind == listener.OpCommit {
+		ev.Token, ev.From, ev.To, ev.Events = op.Token, op.From, op.To, op.Events
+	}
+	ev.Type = history.Invoke
+	r.rec.Record(ev)
+	return func(res listener.Result) {
+		switch res.Outcome {
+		case listener.OutcomeOK:
+			ev.Type = history.OK
+			if op.Kind == listener.OpLoad {
+				ev.Cursor, ev.Token = res.Cursor, res.Token
+			}
+		case listener.OutcomeUnknown:
+			ev.Type = history.Info
+			if res.Err != nil {
+				ev.Error = res.Err.Error()
+			}
+		default:
+			ev.Type, ev.Error = history.Fail, string(res.Outcome)
+		}
+		r.rec.Record(ev)
+	}
 }

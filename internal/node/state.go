@@ -73,12 +73,12 @@ func (s *state) status() Status {
 
 // trackingStore counts what a store did, for /status; it changes nothing.
 type trackingStore struct {
-	listener.CursorStore
+	listener.Store[source.Event]
 	st *state
 }
 
 func (t *trackingStore) Load(ctx context.Context) (int64, int64, error) {
-	c, tok, err := t.CursorStore.Load(ctx)
+	c, tok, err := t.Store.Load(ctx)
 	if err == nil {
 		t.st.cursor.Store(c)
 		t.st.health.answered()
@@ -89,7 +89,7 @@ func (t *trackingStore) Load(ctx context.Context) (int64, int64, error) {
 }
 
 func (t *trackingStore) Commit(ctx context.Context, token, from int64, events []source.Event) error {
-	err := t.CursorStore.Commit(ctx, token, from, events)
+	err := t.Store.Commit(ctx, token, from, events)
 	switch {
 	case err == nil:
 		t.st.commits.Add(1)

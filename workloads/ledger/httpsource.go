@@ -1,4 +1,4 @@
-package listener
+package ledger
 
 import (
 	"context"
@@ -12,15 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
 )
-
-// Source is the event feed a Listener ingests.
-type Source interface {
-	// Fetch returns up to limit events after cursor, in increasing id order; none when
-	// there is nothing new yet. It must return promptly once ctx is done.
-	Fetch(ctx context.Context, cursor int64, limit int) ([]source.Event, error)
-}
 
 // HTTPSourceConfig configures an HTTPSource.
 type HTTPSourceConfig struct {
@@ -39,7 +33,7 @@ const DefaultFetchTimeout = 5 * time.Second
 // maxBody bounds a page's body: 1000 records are about 150 KB.
 const maxBody = 16 << 20
 
-// HTTPSource is a Source reading a source.Server (GET /events) over HTTP. It is safe for
+// HTTPSource is the listener.Source of the demo ledger: it reads a source.Server (GET /events) over HTTP. It is safe for
 // concurrent use.
 type HTTPSource struct {
 	events  string // BaseURL + "/events?order=asc"
@@ -47,7 +41,7 @@ type HTTPSource struct {
 	client  *http.Client
 }
 
-var _ Source = (*HTTPSource)(nil)
+var _ listener.Source[source.Event] = (*HTTPSource)(nil)
 
 // NewHTTPSource validates cfg and returns a source. It does not contact the server.
 func NewHTTPSource(cfg HTTPSourceConfig) (*HTTPSource, error) {

@@ -1,4 +1,4 @@
-package listener
+package ledger
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
 )
 
 func TestNewHTTPSourceValidates(t *testing.T) {
 	for _, cfg := range []HTTPSourceConfig{{}, {BaseURL: "127.0.0.1:80"}, {BaseURL: "ftp://x"}, {BaseURL: "http://x", Timeout: -1}} {
-		if _, err := NewHTTPSource(cfg); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := NewHTTPSource(cfg); !errors.Is(err, listener.ErrInvalidConfig) {
 			t.Errorf("NewHTTPSource(%+v): err %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
@@ -143,9 +144,25 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("%d events accepted with limit %d", len(evs), limit)
 		}
 		if len(evs) > 0 {
-			if err := checkBatch(cursor, evs); err != nil {
+			if err := listener.ValidateBatch(cursor, evs); err != nil {
 				t.Fatalf("accepted an invalid batch: %v", err)
 			}
 		}
 	})
+}
+
+// startSource serves a source.Server on loopback and returns an HTTPSource for it.
+func startSource(tb testing.TB, cfg source.Config) *HTTPSource {
+	tb.Helper()
+	s, err := source.NewServer(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	tb.Cleanup(ts.Close)
+	hs, err := NewHTTPSource(HTTPSourceConfig{BaseURL: ts.URL})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hs
 }

@@ -1,0 +1,47 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/listener"
+)
+
+// The store's requests become history events as docs/history.md says: an invoke, then
+// ok (a load with what it read), fail with the rejection as the error, or info.
+func TestStoreRecorder(t *testing.T) {
+	var buf bytes.Buffer
+	r := storeRecorder{rec: history.NewRecorder(&buf), node: "n1"}
+	r.Invoke(listener.Op{ID: "n1/b/1", Kind: listener.OpLoad})(listener.Result{Outcome: listener.OutcomeOK, Cursor: 4, Token: 2})
+	commit := listener.Op{ID: "n1/b/2", Kind: listener.OpCommit, Token: 3, From: 4, To: 6, Events: 2}
+	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeStaleToken})
+	commit.ID = "n1/b/3"
+	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeUnknown, Err: errors.New("i/o timeout")})
+	commit.ID = "n1/b/4"
+	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeOK})
+	evs, err := history.Read(&buf, "history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []history.Event{
+		{ID: "n1/b/1", Type: history.Invoke, Kind: history.KindLoad, Node: "n1"},
+		{ID: "n1/b/1", Type: history.OK, Kind: history.KindLoad, Node: "n1", Cursor: 4, Token: 2},
+		{ID: "n1/b/2", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+		{ID: "n1/b/2", Type: history.Fail, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2, Error: history.ErrStaleToken},
+		{ID: "n1/b/3", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+		{ID: "n1/b/3", Type: history.Info, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2, Error: "i/o timeout"},
+		{ID: "n1/b/4", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+		{ID: "n1/b/4", Type: history.OK, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, w := range want {
+		w.Time = evs[i].Time
+		if evs[i] != w || w.Time == 0 {
+			t.Errorf("event %d = %+v, want %+v", i, evs[i], w)
+		}
+	}
+}
