@@ -93,4 +93,3 @@ func TestFinalReadAgreesWithTheStore(t *testing.T) {
 		t.Fatalf("empty store: %+v, %v", st, err)
 	}
 }
-
