@@ -33,6 +33,10 @@ type Cluster interface {
 	// SetClock sets a node's injected clock: offset is a jump, rate the speed (1 = true
 	// time). Only nodes started in chaos mode accept it.
 	SetClock(ctx context.Context, id string, offset time.Duration, rate float64) error
+	// ArmFailpoint arms a failpoint of a node (package internal/failpoint);
+	// DisarmFailpoints disarms all of them. Only chaos nodes of a failpoints build accept it.
+	ArmFailpoint(ctx context.Context, id, name, action string) error
+	DisarmFailpoints(ctx context.Context, id string) error
 	// KillRedis kills Redis (SIGKILL); StartRedis starts it again on the same address.
 	KillRedis(ctx context.Context) error
 	StartRedis(ctx context.Context) error

@@ -279,26 +279,49 @@ func (l *Local) Running(id string) bool {
 
 // NodeStatus implements Cluster.
 func (l *Local) NodeStatus(ctx context.Context, id string) (NodeStatus, error) {
-	n, err := l.running(id)
+	control, err := l.control(id)
 	if err != nil {
 		return NodeStatus{}, err
 	}
-	l.mu.Lock()
-	control := n.control
-	l.mu.Unlock()
 	return GetStatus(ctx, control)
 }
 
 // SetClock implements Cluster.
 func (l *Local) SetClock(ctx context.Context, id string, offset time.Duration, rate float64) error {
-	n, err := l.running(id)
+	control, err := l.control(id)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	control := n.control
-	l.mu.Unlock()
 	return PostClock(ctx, control, offset, rate)
+}
+
+// ArmFailpoint implements Cluster.
+func (l *Local) ArmFailpoint(ctx context.Context, id, name, action string) error {
+	control, err := l.control(id)
+	if err != nil {
+		return err
+	}
+	return PutFailpoint(ctx, control, name, action)
+}
+
+// DisarmFailpoints implements Cluster.
+func (l *Local) DisarmFailpoints(ctx context.Context, id string) error {
+	control, err := l.control(id)
+	if err != nil {
+		return err
+	}
+	return DeleteFailpoints(ctx, control)
+}
+
+// control is the control endpoint of a running node.
+func (l *Local) control(id string) (string, error) {
+	n, err := l.running(id)
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return n.control, nil
 }
 
 // KillRedis implements Cluster.

@@ -564,6 +564,24 @@ func (c *Cluster) SetClock(ctx context.Context, id string, offset time.Duration,
 	return cluster.PostClock(ctx, c.addr(b), offset, rate)
 }
 
+// ArmFailpoint implements cluster.Cluster through the node's published control port.
+func (c *Cluster) ArmFailpoint(ctx context.Context, id, name, action string) error {
+	b, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return cluster.PutFailpoint(ctx, c.addr(b), name, action)
+}
+
+// DisarmFailpoints implements cluster.Cluster.
+func (c *Cluster) DisarmFailpoints(ctx context.Context, id string) error {
+	b, err := c.running(id)
+	if err != nil {
+		return err
+	}
+	return cluster.DeleteFailpoints(ctx, c.addr(b))
+}
+
 // KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
 // file stays in the container's writable layer.
 func (c *Cluster) KillRedis(ctx context.Context) error {

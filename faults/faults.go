@@ -19,7 +19,20 @@ const (
 	Clock                = "clock"                  // node's injected clock jumped or slowed
 	RedisRestart         = "redis-restart"          // Redis killed and restarted (append-only file on)
 	RedisRestartVolatile = "redis-restart-volatile" // the same without persistence: tokens repeat
+
+	// Failpoint faults (a failpoints build): each arms failpoints on the leader, or on
+	// whoever leads next, at a moment that matters. `failpoint` in a list names them all.
+	FPLateCommit     = "fp-late-commit"      // the leader's next commit and renewal held back 1.5 leases
+	FPLateRenew      = "fp-late-renew"       // the leader's next renewal held back 1.5 leases
+	FPLateRelease    = "fp-late-release"     // the leader stopped; its release held back 1.25 leases
+	FPReleaseRace    = "fp-release-race"     // the leader stopped; a two-step release stalled between its steps
+	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
 )
+
+// Failpoints returns the failpoint fault kinds. The slice is new at each call.
+func Failpoints() []string {
+	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader}
+}
 
 // All returns every fault kind that the reference implementation must survive:
 // `--nemesis all`. RedisRestartVolatile is not in it: without persistence tokens repeat
@@ -28,8 +41,10 @@ func All() []string {
 	return []string{Kill, Stop, Pause, PartitionReset, PartitionBlackhole, Delay, Clock, RedisRestart}
 }
 
-// Known returns every fault kind. The slice is new at each call.
-func Known() []string { return append(All(), RedisRestartVolatile) }
+// Known returns every fault kind. The slice is new at each call. The failpoint faults
+// are not in All: `--nemesis all` draws the schedules it always drew; name them (or
+// `failpoint`) to add them.
+func Known() []string { return append(append(All(), RedisRestartVolatile), Failpoints()...) }
 
 // IsKnown reports whether kind is a fault kind.
 func IsKnown(kind string) bool { return slices.Contains(Known(), kind) }
@@ -37,8 +52,8 @@ func IsKnown(kind string) bool { return slices.Contains(Known(), kind) }
 // ErrUnknown is returned for a fault name that is not known.
 var ErrUnknown = errors.New("unknown fault")
 
-// ParseList parses a comma-separated list of fault kinds: "all", "none", and "partition"
-// (both partition flavours) are accepted. The result is sorted and without duplicates.
+// ParseList parses a comma-separated list of fault kinds: "all", "none", "partition"
+// (both partition flavours) and "failpoint" (every failpoint fault) are accepted. The result is sorted and without duplicates.
 // An unknown name is an error wrapping ErrUnknown that lists the known ones.
 func ParseList(s string) ([]string, error) {
 	var out []string
@@ -50,6 +65,8 @@ func ParseList(s string) ([]string, error) {
 			out = append(out, All()...)
 		case "partition":
 			out = append(out, PartitionReset, PartitionBlackhole)
+		case "failpoint":
+			out = append(out, Failpoints()...)
 		default:
 			if !IsKnown(f) {
 				return nil, fmt.Errorf("%w: %q (known: %s, all, none)", ErrUnknown, f, strings.Join(Known(), ", "))

@@ -17,6 +17,7 @@ func TestParseList(t *testing.T) {
 		{"partition", []string{PartitionBlackhole, PartitionReset}},
 		{"all", []string{Clock, Delay, Kill, PartitionBlackhole, PartitionReset, Pause, RedisRestart, Stop}},
 		{"redis-restart-volatile", []string{RedisRestartVolatile}},
+		{"failpoint,fp-late-renew", []string{FPLateCommit, FPLateRelease, FPLateRenew, FPReleaseRace, FPStallNewLeader}},
 	} {
 		got, err := ParseList(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
@@ -28,8 +29,9 @@ func TestParseList(t *testing.T) {
 	}
 }
 
-func TestKnownIsAllPlusVolatile(t *testing.T) {
-	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) || len(Known()) != len(All())+1 {
+func TestKnownIsAllPlusVolatileAndFailpoints(t *testing.T) {
+	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
+		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) || len(Known()) != len(All())+1+len(Failpoints()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()

@@ -22,6 +22,11 @@ const (
 	Clock                = faults.Clock
 	RedisRestart         = faults.RedisRestart
 	RedisRestartVolatile = faults.RedisRestartVolatile
+	FPLateCommit         = faults.FPLateCommit
+	FPLateRenew          = faults.FPLateRenew
+	FPLateRelease        = faults.FPLateRelease
+	FPReleaseRace        = faults.FPReleaseRace
+	FPStallNewLeader     = faults.FPStallNewLeader
 )
 
 // TargetRedis is the target of the Redis faults.
@@ -47,6 +52,7 @@ type Cluster interface {
 	Clocks
 	Links
 	RedisProcess
+	Failpoints
 }
 
 // Processes are the nodes' processes: what kill, stop and pause act on.
@@ -119,6 +125,8 @@ func ByKind(kind string) (Fault, error) {
 		return redisRestartFault{kind: RedisRestart}, nil
 	case RedisRestartVolatile:
 		return redisRestartFault{kind: RedisRestartVolatile}, nil
+	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
+		return failpointFault{kind: kind}, nil
 	}
 	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", ErrUnknownFault, kind, strings.Join(Known, ", "))
 }
@@ -148,6 +156,9 @@ func HealAll(ctx context.Context, c Cluster) error {
 				errs = append(errs, err)
 			}
 			if err := c.SetClock(ctx, id, 0, 1); err != nil {
+				errs = append(errs, err)
+			}
+			if err := c.DisarmFailpoints(ctx, id); err != nil {
 				errs = append(errs, err)
 			}
 			continue

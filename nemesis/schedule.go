@@ -4,8 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"github.com/fenceline/fenceline/faults"
 )
+
+// isFailpoint reports whether kind is a failpoint fault: those always aim at the leader.
+func isFailpoint(kind string) bool { return slices.Contains(faults.Failpoints(), kind) }
 
 // Target says whom a step hits: the node that leads when the step fires, or a fixed node.
 type Target struct {
@@ -76,7 +82,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			LeaseTTL:  lease,
 		}}
 		if f.TargetsNode() {
-			if rng.Float64() < o.LeaderBias {
+			if rng.Float64() < o.LeaderBias || isFailpoint(s.Kind) {
 				s.Target.Leader = true
 			} else {
 				s.Target.Node = 1 + rng.IntN(o.Nodes)
@@ -94,6 +100,9 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			s.Params.Hold = between(2, 3)
 		case RedisRestart, RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
+		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
+			// The stall (1.5 leases at most) and a lease for the next leader to commit.
+			s.Params.Hold = between(2.5, 3)
 		}
 		steps = append(steps, s)
 		at += s.Params.Hold + between(1.25, 1.75)

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/faults"
 )
 
 func TestScheduleDeterministic(t *testing.T) {
@@ -55,5 +57,19 @@ func TestParseList(t *testing.T) {
 	}
 	if _, err := ParseList("kill,explode"); err == nil {
 		t.Fatal("unknown fault accepted")
+	}
+}
+
+// The failpoint faults always aim at the leader: their moment is the leader's.
+func TestFailpointStepsAimAtTheLeader(t *testing.T) {
+	steps, err := NewSchedule(ScheduleOptions{Seed: 7, Kinds: faults.Failpoints(),
+		Duration: 5 * time.Minute, LeaseTTL: time.Second, Nodes: 3})
+	if err != nil || len(steps) < 20 {
+		t.Fatalf("%d steps, %v", len(steps), err)
+	}
+	for _, s := range steps {
+		if !s.Target.Leader || s.Params.Hold < 2500*time.Millisecond {
+			t.Fatalf("step %+v: want the leader as target and a hold of at least 2.5 leases", s)
+		}
 	}
 }

@@ -1,0 +1,108 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/failpoint"
+)
+
+// Failpoints arm and disarm a node's failpoints (a chaos node of a failpoints build).
+type Failpoints interface {
+	ArmFailpoint(ctx context.Context, id, name, action string) error
+	DisarmFailpoints(ctx context.Context, id string) error
+}
+
+// failpointFault arms failpoints (package internal/failpoint) on the leader, or on the
+// nodes that may lead next, so that the stall lands at a moment that matters rather
+// than wherever a random signal falls. Its target is the leader when the step fires
+// (the schedule always aims it there, found through the nodes' /status).
+//
+//   - fp-late-commit: the leader's next commit and next renewal sleep 1.5 leases. Its
+//     lease runs out with a commit in hand; a design that sends that commit anyway
+//     (no-fence) writes after the next leader has.
+//   - fp-late-renew: the leader's next renewal sleeps 1.5 leases. Its local deadline
+//     must end its term before Redis expires the lease (no-step-down does not).
+//   - fp-late-release: the leader is stopped and its release sleeps 1.25 leases first,
+//     so it reaches Redis after a newer leader took the lease (unchecked-release then
+//     deletes the newer leader's lock).
+//   - fp-release-race: the leader is stopped and a two-step release sleeps 1.25 leases
+//     between its GET and its DEL (non-atomic-release then deletes the newer leader's
+//     lock; the reference's release is one script and never reaches the point).
+//   - fp-stall-new-leader: every other node is armed to stall 1.5 leases just after it
+//     wins, then the leader is killed: its successor starts its term after the lease it
+//     took has run out (the reference steps down at once; no-step-down leads on).
+type failpointFault struct{ kind string }
+
+func (f failpointFault) Kind() string    { return f.kind }
+func (failpointFault) TargetsNode() bool { return true }
+
+func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
+	stall := func(leases float64) string {
+		return fmt.Sprintf("sleep(%v)", time.Duration(leases*float64(p.LeaseTTL)).Round(time.Millisecond))
+	}
+	arm := func(id string, points ...string) (string, error) {
+		var did []string
+		for i := 0; i < len(points); i += 2 {
+			if err := c.ArmFailpoint(ctx, id, points[i], points[i+1]); err != nil {
+				return strings.Join(did, ", "), err
+			}
+			did = append(did, id+" "+points[i]+"="+points[i+1])
+		}
+		return strings.Join(did, ", "), nil
+	}
+	switch f.kind {
+	case FPLateCommit:
+		return arm(target, failpoint.StoreBeforeCommit, stall(1.5), failpoint.RenewBeforeSend, stall(1.5))
+	case FPLateRenew:
+		return arm(target, failpoint.RenewBeforeSend, stall(1.5))
+	case FPLateRelease, FPReleaseRace:
+		point := failpoint.ReleaseBeforeSend
+		if f.kind == FPReleaseRace {
+			point = failpoint.ReleaseBetweenSteps
+		}
+		what, err := arm(target, point, stall(1.25))
+		if err != nil {
+			return what, err
+		}
+		return what + ", then SIGTERM", c.StopNode(ctx, target)
+	case FPStallNewLeader:
+		var did []string
+		for _, id := range c.Nodes() {
+			if id == target || !c.Running(id) {
+				continue
+			}
+			what, err := arm(id, failpoint.AcquireAfterWin, stall(1.5))
+			if err != nil {
+				return strings.Join(did, ", "), err
+			}
+			did = append(did, what)
+		}
+		return strings.Join(append(did, "SIGKILL "+target), ", "), c.KillNode(ctx, target)
+	}
+	return "", fmt.Errorf("nemesis: %q is not a failpoint fault", f.kind)
+}
+
+// Heal disarms every node's failpoints (a hit still sleeping finishes its sleep) and
+// restarts the target if it was stopped or killed.
+func (f failpointFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+	var errs []error
+	for _, id := range c.Nodes() {
+		if c.Running(id) {
+			if err := c.DisarmFailpoints(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	what := "disarmed"
+	if !c.Running(target) {
+		what += ", restarted " + target
+		if err := c.StartNode(ctx, target); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return what, errors.Join(errs...)
+}

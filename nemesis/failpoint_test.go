@@ -1,0 +1,51 @@
+package nemesis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/nemesis"
+)
+
+// The failpoint faults reach the reference through the nodes' control endpoints and do
+// what they say: a held-back renewal costs the leader its lease although its process
+// runs on; a stall just after winning makes the successor's term end at once, so the
+// token moves on twice; a stopped leader's held-back release still lets a standby take
+// over. Healing disarms and restarts.
+func TestFailpointFaults(t *testing.T) {
+	for _, kind := range []string{nemesis.FPLateRenew, nemesis.FPStallNewLeader, nemesis.FPLateRelease} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c := startCluster(t, 3, false)
+			old, tok := leader(t, c, 0)
+			f := inject(t, c, kind, old, nemesis.Params{})
+			switch kind {
+			case nemesis.FPLateRenew:
+				if !c.Running(old) {
+					t.Fatalf("%s stopped running", old)
+				}
+				leader(t, c, tok, old)
+			case nemesis.FPStallNewLeader:
+				leader(t, c, tok+1, old)
+			case nemesis.FPLateRelease:
+				if c.Running(old) {
+					t.Fatalf("%s still running after the stop", old)
+				}
+				leader(t, c, tok, old)
+			}
+			heal(t, c, f, old)
+			eventually(t, electTimeout, old+" back as follower", func() bool { return role(c, old) == "follower" })
+		})
+	}
+}
+
+// A failpoint the node does not know is refused with the node's reason.
+func TestArmUnknownFailpoint(t *testing.T) {
+	c := startCluster(t, 1, false)
+	err := c.ArmFailpoint(context.Background(), cluster.NodeIDs(1)[0], "election/nope", "block")
+	if err == nil || !strings.Contains(err.Error(), "unknown failpoint") {
+		t.Fatalf("arming an unknown failpoint: %v", err)
+	}
+}
