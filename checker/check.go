@@ -65,6 +65,10 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 			cr = auditConsistency(p, opts)
 		case CheckLeadershipOverlap:
 			cr = overlapCheck(p, res.Overlaps, len(res.Terms))
+		case CheckLeaseExclusion:
+			cr = leaseExclusion(p, res.Overlaps)
+		case CheckUnexplainedLeaderChange:
+			cr = unexplainedChanges(p, changes)
 		}
 		res.Checks = append(res.Checks, cr)
 	}

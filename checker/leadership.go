@@ -11,8 +11,15 @@ import (
 	"github.com/fenceline/fenceline/history"
 )
 
-// isNodeDeath reports whether a fault ends the target's process.
-func isNodeDeath(kind string) bool { return kind == "kill" || kind == "stop" }
+// isNodeDeath reports whether a fault ends the target's process (the failpoint faults
+// fp-late-release and fp-release-race stop it, fp-stall-new-leader kills it).
+func isNodeDeath(kind string) bool {
+	switch kind {
+	case "kill", "stop", "fp-late-release", "fp-release-race", "fp-stall-new-leader":
+		return true
+	}
+	return false
+}
 
 // runEnd is the end of the run: RunInfo.End, or the latest event.
 func (p *parsed) runEnd() int64 {
