@@ -17,7 +17,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak
 
 all: build
 
@@ -32,9 +32,14 @@ build:
 check-deps:
 	@$(call need,redis-server,redis-server)
 
-check-test-deps: check-deps
+check-test-deps: check-deps check-postgres
 	@$(call need,chromium,chromium)
 	@$(call need,xmllint,libxml2-utils)
+
+# check-postgres: the PostgreSQL server binaries live outside PATH (Debian's
+# /usr/lib/postgresql/VERSION/bin), so they are looked for there.
+check-postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || $(call need,postgres-binaries-in-usr-lib-postgresql,postgresql)
 
 # need COMMAND,PACKAGE
 need = command -v $(1) >/dev/null 2>&1 || { \

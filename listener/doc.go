@@ -43,9 +43,9 @@
 //     an API called while applying a batch is not.
 //   - Exactly-once delivery from the source: a page may be fetched more than once; only
 //     its commit is exactly-once.
-//   - An unbounded audit: by default the Redis audit keeps about the last
-//     DefaultAuditMaxLen attempts and the PostgreSQL audit the attempts of the last
-//     pgstore.DefaultAuditRetention; the chaos harness keeps them all.
+//   - An unbounded audit: by default each store keeps about the last 100,000 attempts
+//     (DefaultAuditMaxLen, pgstore.DefaultAuditMaxLen), enough to look up any recent
+//     unknown outcome; the chaos harness keeps them all.
 //
 // A store's client must not retry on its own: a retried commit is a second attempt that
 // nobody recorded. NewRedisStore refuses a go-redis client with retries (create it with

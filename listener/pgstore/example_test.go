@@ -1,0 +1,132 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fenceline/fenceline/internal/pgserver"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/listener/pgstore"
+)
+
+// pgURL is the PostgreSQL the tests and examples use: a server started for this test
+// binary.
+var pgURL string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pgstore-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv, err := pgserver.Start(context.Background(), pgserver.Options{Dir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // no PostgreSQL, no tests: fail, never skip
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	pgURL = srv.URL()
+	code := m.Run()
+	srv.Kill()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Refund is a user's event: an order refunded, Seq-th in the payment provider's feed.
+type Refund struct {
+	Seq   int64
+	Order string
+	Cents int64
+}
+
+// Position is the refund's place in the feed: listener.Event.
+func (r Refund) Position() int64 { return r.Seq }
+
+// refundFeed is a listener.Source serving a fixed list of refunds.
+type refundFeed []Refund
+
+func (f refundFeed) Fetch(_ context.Context, cursor int64, limit int) ([]Refund, error) {
+	var out []Refund
+	for _, r := range f {
+		if r.Seq > cursor && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ExampleStore records refunds in the service's own PostgreSQL database. Each batch's
+// rows are inserted on the transaction that moves the cursor, after the fence: a writer
+// whose token is stale inserts nothing.
+func ExampleStore() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE refunds (order_id text PRIMARY KEY, cents bigint NOT NULL)`); err != nil {
+		fmt.Println(err)
+		return
+	}
+	store, err := pgstore.NewStore(pool, pgstore.Config[Refund]{
+		Name: "refunds", // the election's name: the cursor's row
+		Node: "n1",
+		Effects: func(ctx context.Context, tx pgx.Tx, batch []Refund) error {
+			for _, r := range batch {
+				if _, err := tx.Exec(ctx, `INSERT INTO refunds VALUES ($1, $2)`, r.Order, r.Cents); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := store.Setup(ctx); err != nil { // the cursor and audit tables
+		fmt.Println(err)
+		return
+	}
+	feed := refundFeed{{1, "A-17", 1250}, {2, "B-3", 499}, {3, "C-9", 10000}}
+	l, err := listener.New(listener.Config[Refund]{Store: store, Source: feed, BatchSize: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// A leader's term gives Run a context, cancelled when the term ends, and the term's
+	// fencing token (election.Term.Token). This term ends once the feed is ingested.
+	term, end := context.WithCancel(ctx)
+	go func() {
+		for cursor, _, _ := store.Load(term); cursor < 3; cursor, _, _ = store.Load(term) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		end()
+	}()
+	if err := l.Run(term, 7); err != nil {
+		fmt.Println(err)
+	}
+
+	var n, cents int64
+	_ = pool.QueryRow(ctx, `SELECT count(*), sum(cents) FROM refunds`).Scan(&n, &cents)
+	fmt.Println(n, cents)
+	// A paused leader of an older term wakes up and writes: refused, nothing inserted.
+	err = store.Commit(ctx, 6, 3, []Refund{{4, "D-1", 5}})
+	fmt.Println(errors.Is(err, listener.ErrStaleToken))
+	_ = pool.QueryRow(ctx, `SELECT count(*), sum(cents) FROM refunds`).Scan(&n, &cents)
+	fmt.Println(n, cents)
+	// Output:
+	// 3 11749
+	// true
+	// 3 11749
+}
