@@ -44,6 +44,14 @@ func (o *op) cursorAfter() int64 {
 // a commit acknowledged before another was invoked precedes it in any order.
 func staleWrite(p *parsed) CheckResult {
 	cr := CheckResult{Name: CheckStaleWrite, Verdict: Valid}
+	if in := p.run.Info; in.NoFence {
+		// A store without a fence accepts any token: "never a stale write" is not its
+		// claim, and a pass here would be a fake one. What its writes did to the cursor
+		// and the sink is judged by cursor-monotonic and exactly-once.
+		cr.Verdict = NotApplicable
+		cr.Message = fmt.Sprintf("not applicable, no fence: target %s writes the cursor without a fencing token", in.Target)
+		return cr
+	}
 	var bad []finding
 	if st := p.run.Store; st != nil {
 		maxTok, at := int64(math.MinInt64), -1

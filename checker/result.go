@@ -11,10 +11,15 @@ const (
 	Valid   Verdict = "valid"
 	Invalid Verdict = "invalid"
 	Unknown Verdict = "unknown"
+	// NotApplicable is the verdict of a check whose premise the run lacks (no-stale-write
+	// of a target that writes without a fence). It is neither a pass nor a failure, and
+	// Combine leaves it out.
+	NotApplicable Verdict = "not-applicable"
 )
 
 // Combine returns the combination of verdicts: any Invalid gives Invalid, else any
-// Unknown gives Unknown, else Valid. No verdicts at all give Valid.
+// Unknown gives Unknown, else Valid. NotApplicable counts for nothing. No verdicts at
+// all give Valid.
 func Combine(vs ...Verdict) Verdict {
 	out := Valid
 	for _, v := range vs {
@@ -23,7 +28,7 @@ func Combine(vs ...Verdict) Verdict {
 			return Invalid
 		case Unknown:
 			out = Unknown
-		case Valid:
+		case Valid, NotApplicable:
 		default:
 			out = Unknown // a verdict we do not know is not a pass
 		}

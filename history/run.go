@@ -54,6 +54,11 @@ type RunInfo struct {
 	// RedisPeakMemory is Redis's used_memory_peak in bytes, read before the final stop;
 	// 0 if it could not be read.
 	RedisPeakMemory int64 `json:"redis_peak_memory_bytes,omitempty"`
+	// Target is the design under test when it is not the reference (package targets).
+	Target string `json:"target,omitempty"`
+	// NoFence is set when the target writes the cursor without a fencing token: the
+	// no-stale-write check does not apply to it.
+	NoFence bool `json:"no_fence,omitempty"`
 }
 
 // Store is the final state of the store, read from Redis after the run's recovery phase.

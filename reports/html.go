@@ -24,7 +24,7 @@ var pageTemplate = template.Must(template.New("index.html").Funcs(template.FuncM
 	"right": func(t table, i int) bool { return i < len(t.Right) && t.Right[i] },
 	"verdictClass": func(vd checker.Verdict) string {
 		switch vd {
-		case checker.Valid, checker.Invalid:
+		case checker.Valid, checker.Invalid, checker.NotApplicable:
 			return string(vd)
 		}
 		return "unknown"

@@ -14,7 +14,8 @@ import (
 
 // JUnit writes junit.xml of a run to w: one testsuite with one testcase per check. An
 // invalid check is a <failure>; an unknown one an <error> (never <skipped>, which CI
-// systems show as harmless): a check that could not decide is not a pass.
+// systems show as harmless): a check that could not decide is not a pass. Only a check
+// that does not apply to the run (checker.NotApplicable) is <skipped>.
 func JUnit(w io.Writer, run *history.Run, res *checker.Result) error {
 	v, err := newView(run, res)
 	if err != nil {
@@ -56,9 +57,15 @@ type junitProperty struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
+	Skipped   *junitSkipped `xml:"skipped"`
 	Error     *junitProblem `xml:"error"`
 	Failure   *junitProblem `xml:"failure"`
 	SystemOut string        `xml:"system-out"`
+}
+
+// junitSkipped is a check that does not apply; the schema gives <skipped> text only.
+type junitSkipped struct {
+	Text string `xml:",chardata"`
 }
 
 type junitProblem struct {
@@ -92,7 +99,11 @@ func (v *view) junit(w io.Writer) error {
 	}
 	for _, c := range v.res.Checks {
 		tc := junitCase{Name: c.Name, Classname: class, SystemOut: c.Message}
-		if c.Verdict != checker.Valid {
+		if c.Verdict == checker.NotApplicable {
+			// The check does not apply to this run (no fence to check): skipped, with why.
+			tc.Skipped = &junitSkipped{Text: c.Message}
+			s.Skipped++
+		} else if c.Verdict != checker.Valid {
 			var text strings.Builder
 			text.WriteString(c.Message + "\n")
 			for _, o := range shownOffending(c.Offending) {

@@ -75,8 +75,12 @@ func (v *view) markdown(b *bytes.Buffer) {
 // oneLine sums the run up in a sentence: what ran, with what.
 func (v *view) oneLine() string {
 	in := v.run.Info
-	s := fmt.Sprintf("Seed %d, %s workload, %s variant, %d nodes on %s, lease TTL %s, %s of chaos",
-		in.Seed, orDash(in.Workload), orDefault(in.Variant, "reference"), len(v.nodes), orDash(in.Backend), dur(in.LeaseTTL), dur(in.Duration))
+	design := orDefault(in.Variant, "reference") + " variant"
+	if in.Target != "" {
+		design = "target " + in.Target
+	}
+	s := fmt.Sprintf("Seed %d, %s workload, %s, %d nodes on %s, lease TTL %s, %s of chaos",
+		in.Seed, orDash(in.Workload), design, len(v.nodes), orDash(in.Backend), dur(in.LeaseTTL), dur(in.Duration))
 	s += fmt.Sprintf("; %d faults, %d leader changes, %d fencing rejections.", len(v.faults), v.res.LeaderChanges, v.res.FencingRejections)
 	return s
 }

@@ -96,6 +96,13 @@ func (v *view) runTable() table {
 	add("seed", strconv.FormatInt(in.Seed, 10))
 	add("workload", orDash(in.Workload))
 	add("variant", cmp.Or(in.Variant, "reference"))
+	if in.Target != "" {
+		fence := "fenced"
+		if in.NoFence {
+			fence = "no fence"
+		}
+		add("target", in.Target+" ("+fence+")")
+	}
 	add("backend", orDash(in.Backend))
 	add("nodes", fmt.Sprintf("%d (%s)", len(v.nodes), strings.Join(v.nodes, ", ")))
 	add("lease TTL", dur(in.LeaseTTL))
@@ -345,6 +352,8 @@ func verdictMark(vd checker.Verdict) string {
 		return "✓ valid"
 	case checker.Invalid:
 		return "✗ invalid"
+	case checker.NotApplicable:
+		return "– not applicable"
 	}
 	return "? " + string(cmp.Or(vd, checker.Unknown))
 }

@@ -331,7 +331,7 @@ func (v *view) failing() []checker.CheckResult {
 	var inv, unk []checker.CheckResult
 	for _, c := range v.res.Checks {
 		switch c.Verdict {
-		case checker.Valid:
+		case checker.Valid, checker.NotApplicable:
 		case checker.Invalid:
 			c.Offending = shownOffending(c.Offending)
 			inv = append(inv, c)
