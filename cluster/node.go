@@ -37,6 +37,9 @@ type NodeOptions struct {
 	Variant string
 	// Workload is "listener" (default) or "register".
 	Workload string
+	// Target is the election and store the node runs (package targets); "" is the
+	// reference.
+	Target string
 	// Chaos enables the node's fault hooks (the clock). The harness always sets it.
 	Chaos bool
 }
@@ -72,6 +75,9 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 	}
 	if o.Variant != "" {
 		a = append(a, "--variant", o.Variant)
+	}
+	if o.Target != "" {
+		a = append(a, "--target", o.Target)
 	}
 	if o.Workload != "" {
 		a = append(a, "--workload", o.Workload)

@@ -18,6 +18,7 @@ import (
 	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
 
@@ -157,6 +158,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}
+	}
+	if cfg.Node.Target != "" {
+		t, err := targets.ByName(cfg.Node.Target)
+		if err != nil {
+			return err
+		}
+		info.Target, info.NoFence = t.Name, !t.Fenced
 	}
 	// run.json is written first as an unfinished run and replaced at the end: if the
 	// end never comes (the runner killed, the disk full), the directory still says the

@@ -141,6 +141,19 @@ func store(name string, client redis.UniversalClient, cfg listener.RedisConfig[s
 	return s, nil
 }
 
+// Plain returns a store that writes the cursor and the effects whoever writes (one
+// atomic script without the fence's check, audited like the reference's), as LeaseOnly's
+// store, and the plain write of the unfenced targets (package targets), what a user of a
+// lock library writes without a fence.
+func Plain(client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	s, err := listener.NewRedisStore(client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	listener.SetCommitScriptForChaos(s, unfencedScript)
+	return s, nil
+}
+
 // StringCompareCounterStart is where StringCompare's nodes start the token counter.
 //
 // Tokens compared as strings go wrong when they reach two digits: "10" < "9". From a

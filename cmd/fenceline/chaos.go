@@ -15,6 +15,7 @@ import (
 
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/chaosrun"
+	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
 
@@ -28,6 +29,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
+	target := fs.String("target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
@@ -55,7 +57,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	}
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
-		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Out: *out,
+		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Out: *out,
 		Binary: *binary, Quiet: *quiet,
 	}
 	if err := spec.Prepare(); err != nil {

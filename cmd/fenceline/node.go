@@ -15,6 +15,7 @@ import (
 	"github.com/fenceline/fenceline/internal/node"
 	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/targets"
 )
 
 func runNode(args []string, stdout, stderr io.Writer) int {
@@ -45,6 +46,7 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	})
 	fs.BoolVar(&c.RemoteControl, "chaos-allow-remote-control", false, "with --chaos, allow a --control address that is not loopback (the fault hooks take no authentication)")
 	fs.StringVar(&c.Variant, "variant", node.Reference, node.VariantHelp())
+	fs.StringVar(&c.Target, "target", targets.Reference, "the election and store to run: a lock library instead of the reference (the unfenced ones need --chaos):"+targets.Describe())
 	fs.StringVar(&c.Workload, "workload", node.WorkloadListener, "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)")
 	fs.Int64Var(&c.AuditMaxLen, "audit-max-len", listener.DefaultAuditMaxLen, "keep about this many entries of the store's audit (0: all); a --chaos node keeps all, for the checker")
 	fs.IntVar(&c.Clients, "clients", 3, "register workload: concurrent clients")

@@ -8,6 +8,7 @@
 package chaosrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/judge"
+	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -45,6 +47,8 @@ type Spec struct {
 	Backend  string
 	LeaseTTL time.Duration
 	Variant  string
+	// Target is the design under test (package targets); "" is the reference.
+	Target string
 	// Out is the directory that receives the run directory.
 	Out string
 	// Binary is the fenceline binary the nodes run; prepare fills it with this
@@ -76,6 +80,9 @@ func (s *Spec) Prepare() error {
 	if _, err := variants.ByName(s.Variant); err != nil {
 		return err
 	}
+	if _, err := targets.ByName(cmp.Or(s.Target, targets.Reference)); err != nil {
+		return err
+	}
 	if s.Binary == "" {
 		bin, err := os.Executable()
 		if err != nil {
@@ -105,7 +112,7 @@ func (s *Spec) Prepare() error {
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
-		Workload: s.Workload.Name, Batch: s.Workload.Batch}
+		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target)}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -265,6 +272,14 @@ func variantArg(v string) string {
 		return ""
 	}
 	return v
+}
+
+// targetArg is the --target to pass to nodes: none for the reference.
+func targetArg(t string) string {
+	if t == targets.Reference {
+		return ""
+	}
+	return t
 }
 
 // version is the module version this binary was built from.

@@ -41,6 +41,10 @@ func newStore(variant string, client redis.UniversalClient, cfg listener.RedisCo
 	return listener.NewRedisStore(client, cfg)
 }
 
+func plainStore(target string, _ redis.UniversalClient, _ listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	return nil, fmt.Errorf("target %q writes the cursor without a fence and %w: %s", target, errNeedsChaos, ChaosBuildHint)
+}
+
 func changeElector(string, *election.Elector) error { return nil }
 
 func faultHooks(bool, *http.ServeMux) election.Clock { return election.SystemClock() }

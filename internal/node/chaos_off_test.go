@@ -19,6 +19,7 @@ func TestDefaultBuildRefusesChaos(t *testing.T) {
 		func(c *Config) { c.Variant = "no-fence"; c.Chaos = true },
 		func(c *Config) { c.Chaos = true },
 		func(c *Config) { c.Chaos = true; c.Workload = WorkloadRegister },
+		func(c *Config) { c.Target = "redsync"; c.Chaos = true },
 	} {
 		c := validConfig()
 		change(&c)

@@ -21,6 +21,7 @@ import (
 	"github.com/fenceline/fenceline/internal/skewclock"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -38,6 +39,14 @@ func checkVariant(name string) error {
 
 func newStore(variant string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	return variants.Store(variant, client, cfg)
+}
+
+// plainStore is the store of an unfenced target: the plain write (variants.Plain).
+func plainStore(target string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	if _, err := targets.ByName(target); err != nil {
+		return nil, err
+	}
+	return variants.Plain(client, cfg)
 }
 
 func changeElector(variant string, e *election.Elector) error { return variants.Elector(variant, e) }

@@ -1,12 +1,15 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/targets"
 )
 
 // Workloads a node runs.
@@ -34,6 +37,10 @@ type Config struct {
 	HistoryPath string
 	// Variant is the design to run: Reference, or (chaos build) a broken one.
 	Variant string
+	// Target is the election and store to run (package targets): Reference, a -fenced
+	// lock library, or (with Chaos) an unfenced one. Only with the reference variant.
+	// "" is Reference.
+	Target string
 	// Workload is WorkloadListener or (with Chaos) WorkloadRegister.
 	Workload string
 	// Chaos enables the fault hooks on the control endpoint (a chaos build only).
@@ -90,6 +97,9 @@ func (c Config) validate() error {
 		// A broken design must never run by accident outside the harness.
 		return fmt.Errorf("variant %q is broken on purpose and runs only with --chaos", c.Variant)
 	}
+	if err := c.validateTarget(); err != nil {
+		return err
+	}
 	if c.Workload != WorkloadListener && c.Workload != WorkloadRegister {
 		return fmt.Errorf("unknown workload %q (listener, register)", c.Workload)
 	}
@@ -115,6 +125,28 @@ func (c Config) validate() error {
 	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 || c.AuditMaxLen < 0 {
 		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1, --audit-max-len >= 0 and no negative interval (got %v, %d, %d, %d, %v, %v)",
 			c.Lease, c.Batch, c.Clients, c.AuditMaxLen, c.Renew, c.Retry)
+	}
+	return nil
+}
+
+// validateTarget checks Target against the other settings.
+func (c Config) validateTarget() error {
+	t, err := targets.ByName(cmp.Or(c.Target, targets.Reference))
+	if err != nil {
+		return err
+	}
+	if t.Name == targets.Reference {
+		return nil
+	}
+	if c.Variant != Reference {
+		return fmt.Errorf("--target %s and --variant %s: a variant is a change of the reference, not of a target", t.Name, c.Variant)
+	}
+	if c.Workload != WorkloadListener {
+		return fmt.Errorf("--target %s runs the listener workload only", t.Name)
+	}
+	if !t.Fenced && !c.Chaos {
+		// Its plain write loses or duplicates events under faults: never by accident.
+		return fmt.Errorf("target %q writes the cursor without a fence and runs only with --chaos, for the harness to measure", t.Name)
 	}
 	return nil
 }

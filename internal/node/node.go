@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/workloads/ledger"
+	"github.com/fenceline/fenceline/targets"
 )
 
 // Check is `fenceline node --check`: everything a node would find wrong with its
@@ -54,17 +56,45 @@ func check(cfg Config) error {
 	client := redis.NewClient(cfg.Redis)
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
-		if _, err := newStore(cfg.Variant, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
+		if _, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
 			return err
 		}
 		if _, err := ledger.NewHTTPSource(ledger.HTTPSourceConfig{BaseURL: cfg.Source}); err != nil {
 			return err
 		}
 	}
+	if isTarget(cfg) {
+		_, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
+			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry})
+		return err
+	}
 	_, err = election.New(client, election.Config{
 		InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry,
 	})
 	return err
+}
+
+// isTarget reports whether the node elects with a lock library (package targets) rather
+// than with package election.
+func isTarget(cfg Config) bool { return cfg.Target != "" && cfg.Target != targets.Reference }
+
+// targetStore is the cursor store of the node's target: the variant's store for the
+// reference, the fenced store for a -fenced target, the plain write (chaos build only)
+// for an unfenced one.
+func targetStore(cfg Config, client redis.UniversalClient, sc listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	if !isTarget(cfg) {
+		return newStore(cfg.Variant, client, sc)
+	}
+	if t, err := targets.ByName(cfg.Target); err != nil || !t.Fenced {
+		return plainStore(cfg.Target, client, sc)
+	}
+	return listener.NewRedisStore(client, sc)
+}
+
+// electorRunner is what a node runs: package election's Elector or a target's.
+type electorRunner interface {
+	leaderView
+	Run(ctx context.Context, lead func(context.Context, election.Term)) error
 }
 
 // Run runs the node until ctx is done, logging JSON lines to stderr. It blocks. It
@@ -132,7 +162,8 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	defer srv.Close()
 	go st.health.watch(ctx)
 	logger.Info("node-started", slog.String("control", ctl.Addr().String()),
-		slog.String("variant", cfg.Variant), slog.String("workload", cfg.Workload),
+		slog.String("variant", cfg.Variant), slog.String("target", cmp.Or(cfg.Target, targets.Reference)),
+		slog.String("workload", cfg.Workload),
 		slog.String("redis", cfg.Redis.Addr), slog.String("redis_user", cfg.Redis.Username),
 		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil))
 
@@ -146,7 +177,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		return err
 	}
 
-	store, err := newStore(cfg.Variant, client, storeConfig(cfg, cfg.ID, rec))
+	store, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, rec))
 	if err != nil {
 		return err
 	}
@@ -166,18 +197,30 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		return err
 	}
 	emetrics := election.NewMetrics(reg)
-	el, err := election.New(client, election.Config{
-		InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew,
-		RetryInterval: cfg.Retry, Clock: clock, Logger: logger, Metrics: emetrics,
-		Recorder: newElectionRecorder(rec, cfg.ID, st.health),
-	})
-	if err != nil {
-		return err
+	erec := newElectionRecorder(rec, cfg.ID, st.health)
+	var el electorRunner
+	if isTarget(cfg) {
+		el, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
+			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger,
+			Recorder: erec})
+		if err != nil {
+			return usage(err)
+		}
+	} else {
+		ref, err := election.New(client, election.Config{
+			InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew,
+			RetryInterval: cfg.Retry, Clock: clock, Logger: logger, Metrics: emetrics, Recorder: erec,
+		})
+		if err != nil {
+			return err
+		}
+		if err := changeElector(cfg.Variant, ref); err != nil {
+			return err
+		}
+		el = ref
 	}
-	if err := changeElector(cfg.Variant, el); err != nil {
-		return err
-	}
-	st.elector.Store(el)
+	view := leaderView(el)
+	st.elector.Store(&view)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
 		if err := l.Run(tctx, t.Token); errors.Is(err, listener.ErrStaleToken) {
 			emetrics.FencingRejected()

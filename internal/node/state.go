@@ -23,7 +23,7 @@ type state struct {
 	chaos       bool
 	// elector is set once the elector exists, while the control endpoint already
 	// serves; nil for the register workload.
-	elector atomic.Pointer[election.Elector]
+	elector atomic.Pointer[leaderView]
 	// lease is the lease TTL: a leader past its local deadline by more than that is
 	// stuck, and /health says so.
 	lease      time.Duration
@@ -32,6 +32,13 @@ type state struct {
 	commits    atomic.Int64
 	rejected   atomic.Int64
 	historyErr atomic.Pointer[string]
+}
+
+// leaderView is what /status and /health read of an elector: package election's, or a
+// lock library's (package targets).
+type leaderView interface {
+	Status() election.Status
+	Check(maxTolerable time.Duration) error
 }
 
 // setHistoryError records the first error writing the history.
@@ -65,7 +72,7 @@ func (s *state) status() Status {
 		st.HistoryError = *e
 	}
 	if el := s.elector.Load(); el != nil {
-		es := el.Status()
+		es := (*el).Status()
 		st.Role, st.Token, st.Leader = string(es.Role), es.Token, es.Leader
 	}
 	return st
@@ -114,7 +121,7 @@ func controlHandler(st *state, reg *prometheus.Registry) *http.ServeMux {
 		w.Header().Set("Content-Type", "application/json")
 		ok, reason := st.health.state()
 		if el := st.elector.Load(); ok && el != nil {
-			if err := el.Check(st.lease); err != nil {
+			if err := (*el).Check(st.lease); err != nil {
 				ok, reason = false, err.Error()
 			}
 		}

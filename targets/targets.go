@@ -1,0 +1,69 @@
+package targets
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Names of the targets.
+const (
+	Reference       = "reference"
+	Redsync         = "redsync"
+	RedsyncFenced   = "redsync-fenced"
+	Redislock       = "redislock"
+	RedislockFenced = "redislock-fenced"
+)
+
+// Target describes one design under test.
+type Target struct {
+	Name string
+	// Library is the lock library ("" for the reference, which uses package election).
+	Library string
+	// Fenced is true when the store checks a fencing token on every cursor write.
+	Fenced bool
+	// Description says what the target does, for -h and the reports.
+	Description string
+}
+
+var all = []Target{
+	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store"},
+	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence"},
+	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store"},
+	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence"},
+	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store"},
+}
+
+// All returns every target, the reference first.
+func All() []Target { return append([]Target(nil), all...) }
+
+// ErrUnknown is returned for a name that is not a target.
+var ErrUnknown = errors.New("targets: unknown target")
+
+// ByName returns the target called name.
+func ByName(name string) (Target, error) {
+	for _, t := range all {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return Target{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+}
+
+// Names lists the targets' names, the reference first.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, t := range all {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Describe is a one-line description of every target, for -h.
+func Describe() string {
+	var s string
+	for _, t := range all {
+		s += "\n    " + t.Name + ": " + t.Description
+	}
+	return s
+}
