@@ -17,7 +17,7 @@ WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak targets
 
 all: build
 
@@ -115,6 +115,14 @@ given = $(filter command line environment,$(origin $(1)))
 soak: check-deps build
 	$(CHAOS_BIN) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
 	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
+
+# targets runs every target (the reference, redsync and redislock with and without a
+# fence) under the same seeds and faults (defaults: 3 seeds x 60s, all faults, plus one
+# run per target with graceful stops only), and writes reports/targets.md (about 30
+# minutes). Its runs land in reports/targets/.
+targets: check-deps build
+	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
+	  --out reports/targets --table reports/targets.md
 
 clean:
 	rm -rf $(BIN) docker/build

@@ -18,6 +18,7 @@ var (
 	runValidate   = chaosBuildOnly("validate")
 	runSoak       = chaosBuildOnly("soak")
 	runSoakReport = chaosBuildOnly("soak-report")
+	runTargets    = chaosBuildOnly("targets")
 )
 
 // chaosBuildOnly is a harness command in a default build: one line saying which binary

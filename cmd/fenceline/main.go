@@ -39,6 +39,7 @@ func commands() []command {
 		{"chaos", "run a chaos experiment, check it and write its report" + chaosOnly, runChaos},
 		{"validate", "run the broken variants and the reference, and measure detection rates" + chaosOnly, runValidate},
 		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up" + chaosOnly, runSoak},
+		{"targets", "run every target (lock libraries, the reference) under the same faults and tabulate them" + chaosOnly, runTargets},
 		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
 	}
 }

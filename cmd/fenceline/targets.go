@@ -1,0 +1,57 @@
+//go:build chaos
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/targets/matrix"
+)
+
+func runTargets(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("targets", flag.ContinueOnError)
+	names := fs.String("targets", "all", "targets to run, comma-separated, or all: "+strings.Join(targets.Names(), ", "))
+	seeds := fs.Int("seeds", 3, "seeds per target: runs use seeds 1..K")
+	duration := fs.Duration("duration", 60*time.Second, "length of each run's chaos phase")
+	nem := fs.String("nemesis", "all", "faults of every run (as for chaos)")
+	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL")
+	nodes := fs.Int("nodes", 3, "number of nodes")
+	out := fs.String("out", "reports/targets", "directory that receives the runs and targets.json")
+	table := fs.String("table", "reports/targets.md", "Markdown file that receives the table")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fenceline targets [flags]\n\nRuns every target under the same seeds and faults and writes the table that compares\nthem. Exits 0 when every fenced target was valid in every run, 1 when one was invalid,\n2 for a usage error, 3 when runs could not be completed. Unfenced targets found invalid\nare measured, not failures.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	ts, err := matrix.Pick(*names)
+	if err == nil && (*seeds < 1 || *duration <= 0) {
+		err = fmt.Errorf("need --seeds >= 1 and --duration > 0")
+	}
+	var kinds []string
+	if err == nil {
+		kinds, err = faults.ParseList(*nem)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
+		return exitUsage
+	}
+	// Ctrl-C stops the run under way, skips the rest and writes the table of what ran.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return matrix.Run(ctx, matrix.Config{
+		Targets: ts, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
+		Out: *out, Table: *table, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
+	}, stdout, stderr)
+}
