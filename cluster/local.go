@@ -183,9 +183,15 @@ func (l *Local) StartNode(ctx context.Context, id string) error {
 	// and bound later could be taken in between by anyone else on the machine.
 	addrFile := filepath.Join(l.cfg.Dir, "addr", id)
 	_ = os.Remove(addrFile)
-	args := l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile,
-		filepath.Join(l.cfg.Dir, history.HistoryDir, id+".jsonl"))
-	p, err := startProcess(l.cfg.Binary, args, filepath.Join(l.cfg.Dir, history.LogsDir, id+".log"))
+	histPath := filepath.Join(l.cfg.Dir, history.HistoryDir, id+".jsonl")
+	logPath := filepath.Join(l.cfg.Dir, history.LogsDir, id+".log")
+	bin, args, env := l.cfg.Binary, l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath), []string(nil)
+	if c := l.cfg.Node.Cmd; c != "" {
+		// exec: the shell becomes the node, so that signals (stop, kill, pause) reach it.
+		bin, args = "/bin/sh", []string{"-c", "exec " + c}
+		env = append(os.Environ(), l.cfg.Node.Env(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath)...)
+	}
+	p, err := startProcessEnv(bin, args, env, logPath)
 	if err != nil {
 		l.mu.Unlock()
 		return err
@@ -195,12 +201,30 @@ func (l *Local) StartNode(ctx context.Context, id string) error {
 	l.log.Info("node-started", slog.String("node", id), slog.Int("pid", p.cmd.Process.Pid))
 	control, err := waitAddrFile(ctx, p, addrFile)
 	if err != nil {
-		return err
+		return nodeFailed(id, "write its control address to "+addrFile, err, logPath)
 	}
 	l.mu.Lock()
 	n.control = control
 	l.mu.Unlock()
-	return waitHTTP(ctx, p, "http://"+control+"/health")
+	if err := waitHTTP(ctx, p, "http://"+control+"/health"); err != nil {
+		return nodeFailed(id, "answer GET /health with 200 on "+control, err, logPath)
+	}
+	return nil
+}
+
+// nodeFailed says which node failed to do what at start, with the last lines of its log
+// (its stderr), so that a node in any language can be debugged from the message alone.
+func nodeFailed(id, what string, err error, logPath string) error {
+	b, _ := os.ReadFile(logPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	tail := "  " + strings.Join(lines, "\n  ")
+	if len(b) == 0 {
+		tail = "  (it wrote nothing)"
+	}
+	return fmt.Errorf("node %s did not %s: %w; the last lines of its stderr (%s):\n%s", id, what, err, logPath, tail)
 }
 
 func (l *Local) running(id string) (*localNode, error) {
@@ -412,12 +436,17 @@ type process struct {
 }
 
 func startProcess(bin string, args []string, logPath string) (*process, error) {
+	return startProcessEnv(bin, args, nil, logPath)
+}
+
+// startProcessEnv is startProcess with an environment (nil: the runner's).
+func startProcessEnv(bin string, args, env []string, logPath string) (*process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Stdout, cmd.Stderr, cmd.Env = f, f, env
 	// Own process group, so a Ctrl-C meant for the runner reaches the runner only (it
 	// heals and then stops the nodes); Pdeathsig so nothing outlives a crashed runner.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,6 +41,10 @@ type NodeOptions struct {
 	// Target is the election and store the node runs (package targets); "" is the
 	// reference.
 	Target string
+	// Cmd, if set, is a program in any language run as each node instead of the
+	// fenceline binary (docs/node-protocol.md): a shell command line, given its
+	// settings in the environment (Env) rather than as flags.
+	Cmd string
 	// Chaos enables the node's fault hooks (the clock). The harness always sets it.
 	Chaos bool
 }
@@ -86,6 +91,29 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 		a = append(a, "--chaos")
 	}
 	return a
+}
+
+// Env is the environment of a node run with Cmd: the node protocol's variables
+// (docs/node-protocol.md), with the same meaning as Args's flags.
+func (o NodeOptions) Env(id, redisAddr, sourceURL, control, addrFile, historyPath string) []string {
+	lease := o.LeaseTTL
+	if lease <= 0 {
+		lease = 2 * time.Second
+	}
+	env := []string{
+		"FENCELINE_NODE_ID=" + id,
+		"FENCELINE_REDIS=" + redisAddr,
+		"FENCELINE_SOURCE=" + sourceURL,
+		"FENCELINE_CONTROL=" + control,
+		"FENCELINE_ADDR_FILE=" + addrFile,
+		"FENCELINE_HISTORY=" + historyPath,
+		"FENCELINE_LEASE_TTL_MS=" + strconv.FormatInt(lease.Milliseconds(), 10),
+		"FENCELINE_ELECTION=" + cmp.Or(o.Election, "fenceline"),
+	}
+	if o.Batch > 0 {
+		env = append(env, "FENCELINE_BATCH="+strconv.Itoa(o.Batch))
+	}
+	return env
 }
 
 // NodeIDs returns "n1".."nN".

@@ -159,7 +159,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}
 	}
-	if cfg.Node.Target != "" {
+	if cfg.Node.Cmd != "" {
+		info.Target = "node-cmd: " + cfg.Node.Cmd
+	} else if cfg.Node.Target != "" {
 		t, err := targets.ByName(cfg.Node.Target)
 		if err != nil {
 			return err

@@ -30,6 +30,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	target := fs.String("target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
+	nodeCmd := fs.String("node-cmd", "", "run this command as each node instead of fenceline (any language; docs/node-protocol.md), e.g. 'python3 examples/python-node/node.py'")
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
@@ -57,7 +58,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	}
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
-		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Out: *out,
+		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, NodeCmd: *nodeCmd, Out: *out,
 		Binary: *binary, Quiet: *quiet,
 	}
 	if err := spec.Prepare(); err != nil {

@@ -49,6 +49,9 @@ type Spec struct {
 	Variant  string
 	// Target is the design under test (package targets); "" is the reference.
 	Target string
+	// NodeCmd, if set, is the command run as each node instead of this binary
+	// (docs/node-protocol.md). Local backend only.
+	NodeCmd string
 	// Out is the directory that receives the run directory.
 	Out string
 	// Binary is the fenceline binary the nodes run; prepare fills it with this
@@ -102,7 +105,11 @@ func (s *Spec) Prepare() error {
 			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
 		}
 	}
-	if err := s.checkNode(); err != nil {
+	if s.NodeCmd != "" {
+		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
+			return errors.New("--node-cmd runs the listener workload on the local backend, with no --target or --variant: the command is the design under test")
+		}
+	} else if err := s.checkNode(); err != nil {
 		return err
 	}
 	s.start, s.Backend = start, name
@@ -112,7 +119,7 @@ func (s *Spec) Prepare() error {
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
-		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target)}
+		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
