@@ -20,8 +20,8 @@ import (
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
-	"github.com/fenceline/fenceline/workloads/ledger"
 	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/workloads/ledger"
 )
 
 // Check is `fenceline node --check`: everything a node would find wrong with its
