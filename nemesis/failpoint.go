@@ -32,6 +32,9 @@ type Failpoints interface {
 //   - fp-release-race: the leader is stopped and a two-step release sleeps 1.25 leases
 //     between its GET and its DEL (non-atomic-release then deletes the newer leader's
 //     lock; the reference's release is one script and never reaches the point).
+//     For both, the other nodes' next renewal goes out half a lease late (within the
+//     deadline of a lease-TTL/3 renew interval): the newer leader keeps believing in a
+//     deleted lock long enough for a third node's term to overlap it measurably.
 //   - fp-stall-new-leader: every other node is armed to stall 1.5 leases just after it
 //     wins, then the leader is killed: its successor starts its term after the lease it
 //     took has run out (the reference steps down at once; no-step-down leads on).
@@ -64,11 +67,25 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 		if f.kind == FPReleaseRace {
 			point = failpoint.ReleaseBetweenSteps
 		}
+		did := []string{}
+		// The next leader's first renewal goes out half a lease late, still well within
+		// its deadline: a lock deleted under it stays unnoticed for that long, instead
+		// of for whatever is left of its renew interval.
+		for _, id := range c.Nodes() {
+			if id == target || !c.Running(id) {
+				continue
+			}
+			what, err := arm(id, failpoint.RenewBeforeSend, stall(0.5))
+			if err != nil {
+				return strings.Join(did, ", "), err
+			}
+			did = append(did, what)
+		}
 		what, err := arm(target, point, stall(1.25))
 		if err != nil {
-			return what, err
+			return strings.Join(append(did, what), ", "), err
 		}
-		return what + ", then SIGTERM", c.StopNode(ctx, target)
+		return strings.Join(append(did, what), ", ") + ", then SIGTERM", c.StopNode(ctx, target)
 	case FPStallNewLeader:
 		var did []string
 		for _, id := range c.Nodes() {

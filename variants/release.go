@@ -12,15 +12,35 @@ import (
 	"github.com/fenceline/fenceline/election"
 )
 
-// Elector changes the elector the way the named variant needs. Only NonAtomicRelease
-// changes anything: it replaces the elector's atomic release script, through the seam
-// the election package offers in chaos builds, with GET, a comparison in the client,
-// then DEL and PUBLISH, in separate round trips. e must not be running.
+// Elector changes the elector the way the named variant needs, through the seams the
+// election package offers in chaos builds: NonAtomicRelease replaces the atomic release
+// script with GET, a comparison in the client, then DEL and PUBLISH in separate round
+// trips; UncheckedRelease with a plain DEL and PUBLISH; NoStepDown makes the elector
+// ignore its local deadline. e must not be running.
 func Elector(name string, e *election.Elector) error {
-	if name != NonAtomicRelease {
-		return nil
+	switch name {
+	case NonAtomicRelease:
+		return election.SetReleaseForChaos(e, nonAtomicRelease)
+	case UncheckedRelease:
+		return election.SetReleaseForChaos(e, uncheckedRelease)
+	case NoStepDown:
+		return election.SetNoStepDownForChaos(e)
 	}
-	return election.SetReleaseForChaos(e, nonAtomicRelease)
+	return nil
+}
+
+// uncheckedRelease deletes the lock whoever holds it: a release sent after the lease
+// expired deletes a newer leader's lock, and a third node takes the lease while that
+// leader still believes it leads.
+func uncheckedRelease(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
+	n, err := c.Del(ctx, lock).Result()
+	if err != nil {
+		return false, err
+	}
+	if err := c.Publish(ctx, channel, value).Err(); err != nil {
+		return false, err
+	}
+	return n == 1, nil
 }
 
 // stepTimeout bounds each round trip of the non-atomic release on its own, as a client

@@ -35,6 +35,8 @@ const (
 	LeaseOnly        = "lease-only"
 	NonAtomicRelease = "non-atomic-release"
 	VolatileRedis    = "volatile-redis"
+	UncheckedRelease = "unchecked-release"
+	NoStepDown       = "no-step-down"
 )
 
 // Variant describes one design.
@@ -44,8 +46,9 @@ type Variant struct {
 	// Faults are the fault kinds that expose the variant.
 	Faults []string
 	// Unsafe is true when the variant must be caught (the checker must find runs under
-	// Faults invalid). NonAtomicRelease is not: it breaks mutual exclusion of the lease,
-	// which the fence is there to survive; the harness reports its overlap.
+	// Faults invalid): by the store's checks, or, for a design that breaks only the
+	// lease's mutual exclusion (NonAtomicRelease, UncheckedRelease, NoStepDown), by
+	// lease-exclusion.
 	Unsafe bool
 }
 
@@ -53,17 +56,21 @@ var all = []Variant{
 	{Reference, "the real design: fenced commit in one Lua script, lease with local step-down",
 		faults.All(), false},
 	{NoFence, "the cursor and effects are written with a plain write, whoever writes last wins; an in-flight write is not abandoned when the term ends",
-		[]string{faults.Pause, faults.Delay}, true},
+		[]string{faults.Delay, faults.FPLateCommit}, true},
 	{ClientCheck, "the writer checks the fence itself: it reads the stored token and cursor in a round trip of its own, ahead of the write (right after its previous commit, while the next batch is fetched), compares, then writes unfenced",
 		[]string{faults.Delay}, true},
 	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (its nodes start the token counter at 8, so that tokens reach two digits at the first failover)",
 		[]string{faults.Kill, faults.Stop}, true},
 	{LeaseOnly, "no fence: the store accepts any write; the leader writes only while its local lease deadline holds",
-		[]string{faults.Pause, faults.Delay, faults.Clock}, true},
+		[]string{faults.Delay}, true},
 	{NonAtomicRelease, "the lease is released with GET then DEL in two round trips, which can delete a newer leader's lock",
-		[]string{faults.Stop, faults.Delay}, false},
+		[]string{faults.FPReleaseRace}, true},
 	{VolatileRedis, "Redis runs without an append-only file, so a restart resets the token counter and tokens repeat",
 		[]string{faults.RedisRestartVolatile}, true},
+	{UncheckedRelease, "the lease is released with a plain DEL, without checking that the lock is still ours: a late release deletes a newer leader's lock",
+		[]string{faults.FPLateRelease}, true},
+	{NoStepDown, "the leader ignores its local lease deadline and leads until Redis rejects a renewal",
+		[]string{faults.FPLateCommit, faults.PartitionBlackhole}, true},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v
