@@ -107,6 +107,9 @@ func (l *Listener[E]) Run(ctx context.Context, token int64) error {
 	for ctx.Err() == nil {
 		if !loaded {
 			c, stored, err := l.store.Load(ctx)
+			if err == nil {
+				err = hit("listener/after-load") // a newer leader may commit meanwhile
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					break
@@ -150,7 +153,10 @@ func (l *Listener[E]) Run(ctx context.Context, token int64) error {
 		next = l.fetchAhead(ctx, to)
 
 		start := time.Now()
-		err = l.store.Commit(ctx, token, cursor, events)
+		// A stall here is the stale leader that wakes up with a batch in hand.
+		if err = hit("listener/before-commit"); err == nil {
+			err = l.store.Commit(ctx, token, cursor, events)
+		}
 		latency := time.Since(start)
 		attrs := []any{slog.Int64("from", cursor), slog.Int64("to", to), slog.Int("events", len(events))}
 		switch {

@@ -215,6 +215,9 @@ func (s *RedisStore[E]) Commit(ctx context.Context, token, from int64, batch []E
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	reply, err := s.script.Run(rctx, s.client, keys, args...).Slice()
 	cancel()
+	if ferr := hit("listener/after-commit-before-ack"); ferr != nil && err == nil {
+		err = ferr // applied, perhaps, but the answer is lost: the outcome is unknown
+	}
 	var result string
 	var storedCursor, storedToken int64
 	if err == nil {

@@ -59,7 +59,7 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 	}
 	switch f.kind {
 	case FPLateCommit:
-		return arm(target, failpoint.StoreBeforeCommit, stall(1.5), failpoint.RenewBeforeSend, stall(1.5))
+		return arm(target, failpoint.ListenerBeforeCommit, stall(1.5), failpoint.RenewBeforeSend, stall(1.5))
 	case FPLateRenew:
 		return arm(target, failpoint.RenewBeforeSend, stall(1.5))
 	case FPLateRelease, FPReleaseRace:

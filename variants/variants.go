@@ -112,19 +112,9 @@ func ByName(name string) (Variant, error) {
 // redisStore is the Redis store of the demo ledger's events.
 type redisStore = listener.RedisStore[source.Event]
 
-// Store returns the cursor store of the named variant, with the store failpoints
-// (internal/failpoint) in front of it.
+// Store returns the cursor store of the named variant. Its broken scripts are installed
+// through the listener's chaos seam, which a default build does not have.
 func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
-	s, err := store(name, client, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return failpointStore{s}, nil
-}
-
-// store returns the named variant's store. Its broken scripts are installed through the
-// listener's chaos seam, which a default build does not have.
-func store(name string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	if _, err := ByName(name); err != nil {
 		return nil, err
 	}
@@ -262,22 +252,4 @@ func (c *clientCheck) Commit(ctx context.Context, token, from int64, events []so
 		c.ahead = &fenceCheck{token: token, cursor: cursor, stored: stored}
 	}
 	return nil
-}
-
-// failpointStore runs the store failpoints around a variant's store.
-type failpointStore struct{ listener.Store[source.Event] }
-
-func (f failpointStore) Load(ctx context.Context) (int64, int64, error) {
-	cursor, token, err := f.Store.Load(ctx)
-	if err == nil {
-		err = hit("store/after-load")
-	}
-	return cursor, token, err
-}
-
-func (f failpointStore) Commit(ctx context.Context, token, from int64, events []source.Event) error {
-	if err := hit("store/before-commit"); err != nil {
-		return err
-	}
-	return f.Store.Commit(ctx, token, from, events)
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // Names of the failpoints: the one place where each is documented. The election points
-// are in package election; the release-between-steps and store points are in package
-// variants (the store points wrap every variant's store, the reference's included).
+// are in package election (release-between-steps in package variants, whose non-atomic
+// release has the two steps), the listener points in package listener.
 const (
 	// AcquireBeforeReply: Redis has run the acquire script (the lock may be ours, with a
 	// new token), and the elector has not yet read the reply. A sleep here is a leader
@@ -28,12 +28,16 @@ const (
 	// is ours) and its DEL. A sleep past the lease makes the DEL delete a newer leader's
 	// lock. The reference's release is one script and has no such point.
 	ReleaseBetweenSteps = "election/release-between-steps"
-	// StoreAfterLoad: the leader has loaded the cursor and not yet committed. A newer
-	// leader that commits now meets a cursor the old one is about to write over.
-	StoreAfterLoad = "store/after-load"
-	// StoreBeforeCommit: a commit is about to be sent. A sleep past the lease is the
-	// stale leader that wakes up and writes: only the fence stops that write.
-	StoreBeforeCommit = "store/before-commit"
+	// ListenerAfterLoad: the listener has loaded the cursor and not yet fetched or
+	// committed. A newer leader that commits now moves the cursor under it.
+	ListenerAfterLoad = "listener/after-load"
+	// ListenerBeforeCommit: a batch is about to be committed. A sleep past the lease is
+	// the stale leader that wakes up and writes: only the fence stops that write.
+	ListenerBeforeCommit = "listener/before-commit"
+	// ListenerAfterCommitBeforeAck: the Redis store's commit script has run; its reply
+	// is not yet read. An error is a lost reply (the outcome is unknown, for the audit
+	// stream to resolve); exit is a crash right after a write.
+	ListenerAfterCommitBeforeAck = "listener/after-commit-before-ack"
 )
 
 // Point is one failpoint and why it is there.
@@ -48,8 +52,9 @@ var points = []Point{
 	{RenewBeforeSend, "a renewal is due and not yet sent"},
 	{ReleaseBeforeSend, "a graceful release is not yet sent"},
 	{ReleaseBetweenSteps, "non-atomic-release variant: between its GET and its DEL"},
-	{StoreAfterLoad, "the cursor is loaded; the commit is not yet sent"},
-	{StoreBeforeCommit, "a commit is about to be sent"},
+	{ListenerAfterLoad, "the listener loaded the cursor; nothing fetched or committed yet"},
+	{ListenerBeforeCommit, "a batch is about to be committed"},
+	{ListenerAfterCommitBeforeAck, "the commit script ran; its reply is not yet read"},
 }
 
 // Points returns every failpoint, in a new slice.

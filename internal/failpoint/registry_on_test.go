@@ -64,15 +64,15 @@ func TestSleep(t *testing.T) {
 }
 
 func TestBlockUntilDisarmed(t *testing.T) {
-	arm(t, StoreBeforeCommit, "block")
+	arm(t, ListenerBeforeCommit, "block")
 	done := make(chan error, 1)
-	go func() { done <- Hit(StoreBeforeCommit) }()
+	go func() { done <- Hit(ListenerBeforeCommit) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the hit returned while armed: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := Disarm(StoreBeforeCommit); err != nil {
+	if err := Disarm(ListenerBeforeCommit); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,0 +1,56 @@
+//go:build failpoints
+
+package listener
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/source"
+)
+
+// The listener's failpoints fire where documented: an error after the load or before a
+// commit is retried, and an error after the commit script ran is a lost reply (recorded
+// unknown, applied all the same); the listener still ingests every event exactly once.
+func TestListenerFailpoints(t *testing.T) {
+	const total = 200
+	for name, action := range map[string]string{
+		failpoint.ListenerAfterLoad: "error", failpoint.ListenerBeforeCommit: "error",
+		failpoint.ListenerAfterCommitBeforeAck: "2*error",
+	} {
+		if _, err := failpoint.Arm(name, action); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(failpoint.DisarmAll)
+	_, c := newRedis(t)
+	rec := &recording{}
+	store := newStore(t, c, RedisConfig[source.Event]{Name: "fp", Recorder: rec})
+	m := newCountingMetrics(total)
+	src := &memSource{}
+	src.avail.Store(total)
+	l, err := New(Config[source.Event]{Store: store, Source: src, Metrics: m, BatchSize: 10, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, l, 1)
+	waitFor(t, 60*time.Second, "the feed ingested", func() bool { return loadCursor(t, store) == total })
+	cancel()
+	if err := waitRun(t, done); err != nil {
+		t.Fatal(err)
+	}
+	st := readState(t, c, "fp")
+	checkStore(t, st)
+	if n := rec.count(OpCommit, OutcomeUnknown); n != 2 {
+		t.Errorf("%d commits recorded unknown, want 2 (the lost replies)", n)
+	}
+	for _, s := range failpoint.Status() {
+		if strings.HasPrefix(s.Name, "listener/") && s.Hits == 0 {
+			t.Errorf("failpoint %s never hit", s.Name)
+		}
+	}
+}
