@@ -32,9 +32,10 @@ type Failpoints interface {
 //   - fp-release-race: the leader is stopped and a two-step release sleeps 1.25 leases
 //     between its GET and its DEL (non-atomic-release then deletes the newer leader's
 //     lock; the reference's release is one script and never reaches the point).
-//     For both, the other nodes' next renewal goes out half a lease late (within the
-//     deadline of a lease-TTL/3 renew interval): the newer leader keeps believing in a
-//     deleted lock long enough for a third node's term to overlap it measurably.
+//     For both, the other nodes' next renewal and next two commits go out half a lease
+//     late (the renewal within the deadline of a lease-TTL/3 renew interval): the newer
+//     leader keeps believing in a deleted lock long enough for a third node's term to
+//     overlap it measurably, rather than until the fence rejects its next commit.
 //   - fp-stall-new-leader: every other node is armed to stall 1.5 leases just after it
 //     wins, then the leader is killed: its successor starts its term after the lease it
 //     took has run out (the reference steps down at once; no-step-down leads on).
@@ -68,14 +69,15 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 			point = failpoint.ReleaseBetweenSteps
 		}
 		did := []string{}
-		// The next leader's first renewal goes out half a lease late, still well within
-		// its deadline: a lock deleted under it stays unnoticed for that long, instead
-		// of for whatever is left of its renew interval.
+		// The next leader's first renewal and first two commits go out half a lease
+		// late, its renewal still well within its deadline: a lock deleted under it
+		// stays unnoticed that long, instead of until its next renewal or until its
+		// next commit meets the fence (a few milliseconds after a third node's first).
 		for _, id := range c.Nodes() {
 			if id == target || !c.Running(id) {
 				continue
 			}
-			what, err := arm(id, failpoint.RenewBeforeSend, stall(0.5))
+			what, err := arm(id, failpoint.RenewBeforeSend, stall(0.5), failpoint.ListenerBeforeCommit, "2*"+stall(0.5))
 			if err != nil {
 				return strings.Join(did, ", "), err
 			}
