@@ -16,6 +16,7 @@ BACKEND   ?= local
 WORKLOAD  ?= listener
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
+BUDGET    ?=
 
 .PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak targets
 
@@ -81,7 +82,8 @@ bench-checker-coarse: build
 
 chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
-	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT)
+	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT) \
+	  $(if $(BUDGET),--budget $(BUDGET))
 
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
 # pulled; an image whose inputs did not change is not rebuilt.

@@ -72,6 +72,9 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		}
 		res.Checks = append(res.Checks, cr)
 	}
+	if len(opts.Budgets) > 0 {
+		res.Checks = append(res.Checks, failoverBudget(res, opts.Budgets))
+	}
 	vs := make([]Verdict, len(res.Checks))
 	for i, c := range res.Checks {
 		vs[i] = c.Verdict

@@ -62,6 +62,9 @@ type Options struct {
 	// a fresh store.
 	InitialCursor int64
 	InitialToken  int64
+	// Budgets, if any, add CheckFailoverBudget: a run whose failover windows exceed one
+	// is invalid (see ParseBudgets). Default none.
+	Budgets []Budget
 	// OutDir is where the visualization of a failing linearizability piece is written.
 	// Empty writes nothing. The directory must exist.
 	OutDir string

@@ -55,6 +55,9 @@ type Config struct {
 	// proxy), the nodes' history writers and the run directory's free space. Default
 	// 500ms.
 	MonitorInterval time.Duration
+	// Budget is recorded in run.json as the run's failover budget (see
+	// checker.ParseBudgets); the harness does not read it. Optional.
+	Budget string
 	// MinFreeDisk ends the run as unknown when the run directory's filesystem has fewer
 	// bytes free: the histories of a full disk are torn. Default 16 MiB; negative: off.
 	MinFreeDisk int64
@@ -155,6 +158,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
+		Budget: cfg.Budget,
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}

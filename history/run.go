@@ -51,6 +51,9 @@ type RunInfo struct {
 	Versions map[string]string `json:"versions,omitempty"`
 	// Interrupted is set when the run was stopped early (Ctrl-C) or could not complete.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Budget is the run's failover budget (`--budget`, checker.ParseBudgets), judged by
+	// every check of the run; empty: none.
+	Budget string `json:"budget,omitempty"`
 	// RedisPeakMemory is Redis's used_memory_peak in bytes, read before the final stop;
 	// 0 if it could not be read.
 	RedisPeakMemory int64 `json:"redis_peak_memory_bytes,omitempty"`

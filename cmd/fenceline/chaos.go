@@ -34,6 +34,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
+	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -59,7 +60,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, NodeCmd: *nodeCmd, Out: *out,
-		Binary: *binary, Quiet: *quiet,
+		Binary: *binary, Quiet: *quiet, Budget: *budget,
 	}
 	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)

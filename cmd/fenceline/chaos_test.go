@@ -77,6 +77,7 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		{[]string{"--nodes", "1000"}, "at most 32 nodes"},
 		{[]string{"--binary", "/nonexistent/fenceline"}, "not an executable file"},
 		{[]string{"--binary", t.TempDir()}, "not an executable file"},
+		{[]string{"--budget", "kill.p77=1s"}, "--budget: checker: bad budget"},
 	} {
 		args := append([]string{"chaos", "--out", out}, tc.args...)
 		code, _, stderr := runCmd(args...)

@@ -59,6 +59,8 @@ type Spec struct {
 	Binary string
 	// Quiet logs only warnings of the harness.
 	Quiet bool
+	// Budget is the failover budget (checker.ParseBudgets), recorded in run.json.
+	Budget string
 
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
@@ -82,6 +84,9 @@ func (s *Spec) Prepare() error {
 	}
 	if _, err := variants.ByName(s.Variant); err != nil {
 		return err
+	}
+	if _, err := checker.ParseBudgets(s.Budget); err != nil {
+		return fmt.Errorf("--budget: %w", err)
 	}
 	if _, err := targets.ByName(cmp.Or(s.Target, targets.Reference)); err != nil {
 		return err
@@ -181,7 +186,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node:     s.NodeOptions(),
+		Node: s.NodeOptions(), Budget: s.Budget,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)

@@ -44,7 +44,12 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		}
 		return exitcode.Usage, nil
 	}
-	res, err := checker.Check(context.Background(), run, workloads.CheckerOptions(run.Info.Workload, dir))
+	opts := workloads.CheckerOptions(run.Info.Workload, dir)
+	if opts.Budgets, err = checker.ParseBudgets(run.Info.Budget); err != nil {
+		fmt.Fprintf(stderr, "fenceline: %s: %v\n", history.RunInfoFile, err)
+		return exitcode.Usage, nil
+	}
+	res, err := checker.Check(context.Background(), run, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: check %s: %v\n", dir, err)
 		if errors.Is(err, context.DeadlineExceeded) {
