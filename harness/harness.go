@@ -55,6 +55,9 @@ type Config struct {
 	// proxy), the nodes' history writers and the run directory's free space. Default
 	// 500ms.
 	MonitorInterval time.Duration
+	// Steps, if not nil, is the fault schedule to run (a replay of a stored run's
+	// schedule.json) instead of the one generated from Seed.
+	Steps []nemesis.Step
 	// Budget is recorded in run.json as the run's failover budget (see
 	// checker.ParseBudgets); the harness does not read it. Optional.
 	Budget string
@@ -106,8 +109,11 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Schedule returns the run's fault schedule.
+// Schedule returns the run's fault schedule: Steps, or the one generated from Seed.
 func (c Config) Schedule() ([]nemesis.Step, error) {
+	if c.Steps != nil {
+		return c.Steps, nil
+	}
 	lease := c.Node.LeaseTTL
 	if lease == 0 {
 		lease = 2 * time.Second

@@ -3,18 +3,25 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/chaosrun"
+	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -34,9 +41,18 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "reports/runs", "directory that receives the run directory")
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
+	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	var steps []nemesis.Step
+	if *replay != "" {
+		var err error
+		if steps, err = replaySettings(fs, *replay); err != nil {
+			fmt.Fprintf(stderr, "fenceline chaos: --replay: %v\n", err)
+			return exitUsage
+		}
 	}
 	if *seed == 0 {
 		*seed = time.Now().UnixNano()%1_000_000 + 1
@@ -60,7 +76,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, NodeCmd: *nodeCmd, Out: *out,
-		Binary: *binary, Quiet: *quiet, Budget: *budget,
+		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps,
 	}
 	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
@@ -71,4 +87,57 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return spec.Run(ctx, stdout, stderr).Code
+}
+
+// replayFlags are the settings a replay takes from the stored run.
+var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget"}
+
+// replaySettings sets fs's settings flags to those of the run in dir and returns its
+// schedule. A settings flag given on the command line, or a directory without run.json
+// or schedule.json, is an error.
+func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(replayFlags, f.Name) {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	if len(given) > 0 {
+		return nil, fmt.Errorf("%s cannot be given: a replay runs with the stored run's settings", strings.Join(given, ", "))
+	}
+	var info history.RunInfo
+	if err := readJSONFile(filepath.Join(dir, history.RunInfoFile), &info); err != nil {
+		return nil, err
+	}
+	var steps []nemesis.Step
+	if err := readJSONFile(filepath.Join(dir, history.ScheduleFile), &steps); err != nil {
+		return nil, err
+	}
+	if steps == nil {
+		steps = []nemesis.Step{} // a run without faults replays as one
+	}
+	set := map[string]string{
+		"duration": info.Duration.String(), "nodes": strconv.Itoa(len(info.Nodes)),
+		"nemesis": cmp.Or(strings.Join(info.Nemeses, ","), "none"), "seed": strconv.FormatInt(info.Seed, 10),
+		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
+		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
+	}
+	for _, name := range replayFlags {
+		if err := fs.Set(name, set[name]); err != nil {
+			return nil, fmt.Errorf("%s: %s %q: %w", history.RunInfoFile, name, set[name], err)
+		}
+	}
+	return steps, nil
+}
+
+// readJSONFile decodes the JSON file at path into v.
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/judge"
+	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
@@ -61,6 +62,8 @@ type Spec struct {
 	Quiet bool
 	// Budget is the failover budget (checker.ParseBudgets), recorded in run.json.
 	Budget string
+	// Steps, if not nil, is the fault schedule to replay instead of generating one.
+	Steps []nemesis.Step
 
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
@@ -186,7 +189,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node: s.NodeOptions(), Budget: s.Budget,
+		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)

@@ -1,0 +1,96 @@
+//go:build chaos
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// A replay needs a stored run with its schedule, and takes that run's settings: a
+// settings flag beside it, or a directory without schedule.json, is exit 2 in one line.
+func TestReplayUsage(t *testing.T) {
+	dir := t.TempDir()
+	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replay", dir}, "schedule.json"},
+		{[]string{"--replay", t.TempDir()}, "run.json"},
+		{[]string{"--replay", dir, "--seed", "4", "--nodes", "5"}, "--nodes, --seed cannot be given"},
+	} {
+		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// A replay runs the stored schedule with the stored seed and settings: the same
+// schedule.json, and the same faults in the same order on the same kind of target.
+func TestReplayReproducesTheSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two chaos runs")
+	}
+	t.Setenv(passwordEnv, "")
+	bin, out := helperBinary(t), t.TempDir() // this test binary, as fenceline
+	run := func(args ...string) string {
+		t.Helper()
+		o := filepath.Join(out, args[len(args)-1])
+		code, _, stderr := runCmd(append([]string{"chaos", "--quiet", "--binary", bin, "--out", o}, args[:len(args)-1]...)...)
+		if code != exitOK {
+			t.Fatalf("fenceline chaos %v: exit %d\n%s", args, code, stderr)
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Join(o, "latest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	orig := run("--duration", "5s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "500ms", "first")
+	again := run("--replay", orig, "second")
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if a, b := read(orig, history.ScheduleFile), read(again, history.ScheduleFile); !bytes.Equal(a, b) {
+		t.Errorf("schedules differ:\n%s\n%s", a, b)
+	}
+	faultsOf := func(dir string) []string {
+		r, err := history.LoadRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, f := range r.Faults {
+			if f.Type == history.Invoke {
+				kinds = append(kinds, f.Fault)
+			}
+		}
+		return kinds
+	}
+	a, b := faultsOf(orig), faultsOf(again)
+	if len(a) == 0 || strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Errorf("faults %v, replayed %v", a, b)
+	}
+	var ia, ib history.RunInfo
+	for dir, info := range map[string]*history.RunInfo{orig: &ia, again: &ib} {
+		if err := readJSONFile(filepath.Join(dir, history.RunInfoFile), info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") {
+		t.Errorf("settings %+v, replayed %+v", ia, ib)
+	}
+}
