@@ -105,16 +105,9 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 	if len(given) > 0 {
 		return nil, fmt.Errorf("%s cannot be given: a replay runs with the stored run's settings", strings.Join(given, ", "))
 	}
-	var info history.RunInfo
-	if err := readJSONFile(filepath.Join(dir, history.RunInfoFile), &info); err != nil {
+	info, steps, err := loadStored(dir)
+	if err != nil {
 		return nil, err
-	}
-	var steps []nemesis.Step
-	if err := readJSONFile(filepath.Join(dir, history.ScheduleFile), &steps); err != nil {
-		return nil, err
-	}
-	if steps == nil {
-		steps = []nemesis.Step{} // a run without faults replays as one
 	}
 	set := map[string]string{
 		"duration": info.Duration.String(), "nodes": strconv.Itoa(len(info.Nodes)),
@@ -128,6 +121,22 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		}
 	}
 	return steps, nil
+}
+
+// loadStored reads a stored run's run.json and schedule.json.
+func loadStored(dir string) (history.RunInfo, []nemesis.Step, error) {
+	var info history.RunInfo
+	if err := readJSONFile(filepath.Join(dir, history.RunInfoFile), &info); err != nil {
+		return info, nil, err
+	}
+	var steps []nemesis.Step
+	if err := readJSONFile(filepath.Join(dir, history.ScheduleFile), &steps); err != nil {
+		return info, nil, err
+	}
+	if steps == nil {
+		steps = []nemesis.Step{} // a run without faults replays as one
+	}
+	return info, steps, nil
 }
 
 // readJSONFile decodes the JSON file at path into v.

@@ -19,6 +19,7 @@ var (
 	runSoak       = chaosBuildOnly("soak")
 	runSoakReport = chaosBuildOnly("soak-report")
 	runTargets    = chaosBuildOnly("targets")
+	runShrink     = chaosBuildOnly("shrink")
 )
 
 // chaosBuildOnly is a harness command in a default build: one line saying which binary

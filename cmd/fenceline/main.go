@@ -41,6 +41,7 @@ func commands() []command {
 		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up" + chaosOnly, runSoak},
 		{"targets", "run every target (lock libraries, the reference) under the same faults and tabulate them" + chaosOnly, runTargets},
 		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
+		{"shrink", "search a failing run's schedule for a smaller one that still fails" + chaosOnly, runShrink},
 	}
 }
 
@@ -82,7 +83,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
 		}
 		return exitUsage, false
 	}
-	if fs.NArg() > 0 && fs.Name() != "check" && fs.Name() != "report" {
+	if fs.NArg() > 0 && fs.Name() != "check" && fs.Name() != "report" && fs.Name() != "shrink" {
 		fmt.Fprintf(stderr, "fenceline %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return exitUsage, false
 	}

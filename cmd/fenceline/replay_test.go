@@ -94,3 +94,30 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		t.Errorf("settings %+v, replayed %+v", ia, ib)
 	}
 }
+
+// Shrinking needs a stored run that failed: a valid run, or a directory without its
+// schedule, is exit 2 in one line.
+func TestShrinkUsage(t *testing.T) {
+	valid := t.TempDir()
+	for name, v := range map[string]any{
+		history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}, history.ScheduleFile: []any{},
+		"results.json": map[string]string{"verdict": "valid"},
+	} {
+		if err := history.WriteJSON(filepath.Join(valid, name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{valid}, "only a failing run can be shrunk"},
+		{[]string{t.TempDir()}, "run.json"},
+		{[]string{}, "usage: fenceline shrink"},
+	} {
+		code, _, stderr := runCmd(append([]string{"shrink"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("fenceline shrink %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
