@@ -101,10 +101,10 @@ SEEDS ?= 3
 validate: check-deps build
 	$(CHAOS_BIN) validate --seeds $(SEEDS) --duration $(DURATION)
 
-# validate-short is the CI version: one seed, the variants that must be caught.
+# validate-short is the CI version: one seed of every variant (all must be caught), 30 s
+# each: the slowest first violation of `make validate` came at 18 s.
 validate-short: check-deps build
-	$(CHAOS_BIN) validate --seeds 1 --duration 60s \
-	  --variants no-fence,client-check,string-compare,lease-only,volatile-redis
+	$(CHAOS_BIN) validate --seeds 1 --duration 30s --variants all
 
 # soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
 # SEED0..SEED0+RUNS-1) into OUT (default reports/soak), one subprocess per run, and sums
