@@ -20,6 +20,7 @@ var (
 	runSoakReport = chaosBuildOnly("soak-report")
 	runTargets    = chaosBuildOnly("targets")
 	runShrink     = chaosBuildOnly("shrink")
+	runNodeCheck  = chaosBuildOnly("node-check")
 )
 
 // chaosBuildOnly is a harness command in a default build: one line saying which binary

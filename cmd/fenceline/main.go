@@ -40,6 +40,7 @@ func commands() []command {
 		{"validate", "run the broken variants and the reference, and measure detection rates" + chaosOnly, runValidate},
 		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up" + chaosOnly, runSoak},
 		{"targets", "run every target (lock libraries, the reference) under the same faults and tabulate them" + chaosOnly, runTargets},
+		{"node-check", "check that a node in any language follows the node protocol (--node-cmd)" + chaosOnly, runNodeCheck},
 		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
 		{"shrink", "search a failing run's schedule for a smaller one that still fails" + chaosOnly, runShrink},
 	}
