@@ -179,3 +179,23 @@ func TestSoakRefusesABinaryWithoutChaos(t *testing.T) {
 		t.Errorf("a refused soak left %d entries in --out", len(left))
 	}
 }
+
+// A --node-cmd that fails the node protocol is refused before the run (exit 2), naming
+// the node, what it did not do and what it printed; no run directory is left.
+func TestChaosRefusesABrokenNodeCmd(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runCmd("chaos", "--out", out, "--binary", helperBinary(t), "--duration", "5s",
+		"--node-cmd", "echo no ledger here >&2; exit 3")
+	for _, want := range []string{"does not follow the node protocol", "node n1 did not write its control address", "no ledger here"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 2 and %q in %q", code, want, stderr)
+		}
+	}
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("a refused run left %d entries in --out", len(left))
+	}
+	code, _, stderr = runCmd("chaos", "--out", out, "--node-cmd", "true", "--target", "redsync")
+	if code != exitUsage || !strings.Contains(stderr, "the command is the design under test") {
+		t.Errorf("--node-cmd with --target: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/fenceline/fenceline/internal/judge"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/targets/nodecheck"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -117,6 +118,9 @@ func (s *Spec) Prepare() error {
 		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
 			return errors.New("--node-cmd runs the listener workload on the local backend, with no --target or --variant: the command is the design under test")
 		}
+		if err := s.checkNodeCmd(); err != nil {
+			return err
+		}
 	} else if err := s.checkNode(); err != nil {
 		return err
 	}
@@ -156,6 +160,35 @@ func (s Spec) checkNode() error {
 		return fmt.Errorf("%s does not accept the nodes' settings (%v): %s", s.Binary, err, msg)
 	}
 	return nil
+}
+
+// checkNodeCmd runs the node protocol's conformance check (`fenceline node-check`) on
+// the command before the run, so that a node that exits at once, never answers, records
+// nothing or records malformed lines is refused with what it failed to do, not run for
+// minutes and then judged.
+func (s Spec) checkNodeCmd() error {
+	tmp, err := os.MkdirTemp("", "fenceline-node-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var out, errb strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := nodecheck.Run(ctx, nodecheck.Config{Cmd: s.NodeCmd, Binary: s.Binary, LeaseTTL: s.LeaseTTL,
+		Lead: 10 * s.LeaseTTL, Dir: tmp}, &out, &errb)
+	if code == exitcode.OK {
+		return nil
+	}
+	var msg []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "  ✗") || strings.HasPrefix(l, "  …") {
+			msg = append(msg, l)
+		}
+	}
+	msg = append(msg, strings.TrimSpace(errb.String()))
+	return fmt.Errorf("--node-cmd %q does not follow the node protocol (docs/node-protocol.md; 'fenceline node-check --node-cmd ...' shows the whole check):\n%s",
+		s.NodeCmd, strings.TrimSpace(strings.Join(msg, "\n")))
 }
 
 // Outcome is what one chaos run produced.
