@@ -36,6 +36,8 @@ check-deps:
 check-test-deps: check-deps check-postgres
 	@$(call need,chromium,chromium)
 	@$(call need,xmllint,libxml2-utils)
+	@# redis-py for the example Python node (docs/node-protocol.md), which the tests run.
+	@dpkg -s python3-redis >/dev/null 2>&1 || $(call need,python3-redis-for-examples/python-node,python3-redis)
 
 # check-postgres: the PostgreSQL server binaries live outside PATH (Debian's
 # /usr/lib/postgresql/VERSION/bin), so they are looked for there.
