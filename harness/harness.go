@@ -433,7 +433,10 @@ func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error 
 	}
 	for {
 		for _, id := range r.c.Nodes() {
-			if st, err := r.c.NodeStatus(ctx, id); err == nil && st.Commits > base[id] {
+			// Two commits, not one: the first may have been sent before the heal (the
+			// progress check counts only commits invoked after it); a node's commits are
+			// sequential, so its second one was sent after base was read.
+			if st, err := r.c.NodeStatus(ctx, id); err == nil && st.Commits > base[id]+1 {
 				return nil
 			}
 		}
