@@ -111,11 +111,12 @@ type redisLock struct {
 
 func (l *redisLock) Acquire(ctx context.Context) error {
 	// Obtain retries until ctx is done and then returns ctx's error, which cannot be told
-	// apart from a request cut short. A bounded number of retries ends with
+	// apart from a request cut short. A bounded number of retries, ending well before
+	// ctx's deadline (three backoffs of margin for the requests themselves), ends with
 	// ErrNotObtained instead: certainly not ours.
 	retries := 0
 	if d, ok := ctx.Deadline(); ok {
-		retries = max(0, int(time.Until(d)/RedislockBackoff)-1)
+		retries = max(0, int((time.Until(d)-3*RedislockBackoff)/RedislockBackoff))
 	}
 	lock, err := l.c.Obtain(ctx, l.key, l.ttl, &redislock.Options{
 		RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(RedislockBackoff), retries),

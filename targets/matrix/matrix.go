@@ -138,6 +138,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		if rel, err := filepath.Rel(out, r.Dir); err == nil && r.Dir != "" {
 			r.Dir = filepath.Join(cfg.Out, rel) // as given: the committed table names no machine path
 		}
+		r.Incomplete = strings.ReplaceAll(r.Incomplete, out, cfg.Out)
 		fmt.Fprintf(stderr, "fenceline targets: [%d/%d] %s\n", i+1, len(plan), r.line())
 		recs = append(recs, r)
 	}

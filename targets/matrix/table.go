@@ -156,7 +156,9 @@ func (t table) markdown() string {
 		}
 		v := string(r.Verdict)
 		if r.Incomplete != "" {
-			v += " (incomplete: " + strings.ReplaceAll(r.Incomplete, "|", "/") + ")"
+			// One line of it: the rest (the node's stderr) is in the run's directory.
+			why, _, _ := strings.Cut(r.Incomplete, "\n")
+			v += " (incomplete: " + strings.ReplaceAll(why, "|", "/") + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %d%s | %s | %s | %s | %s |\n", r.Target, r.Seed, r.kind(), orDash(v), first, orDash(r.FirstFault), orDash(r.Dir))
 	}
