@@ -198,7 +198,7 @@ func TestCheckRunDir(t *testing.T) {
 		t.Logf("%s %s: %s", c.Name, c.Verdict, c.Message)
 	}
 	t.Logf("verdict %s; %d events; LoadRun %v (peak heap %d MB); run in memory %d MB; Check %v (peak heap %d MB, RSS %d MB before, peak RSS %d MB)",
-		res.Verdict, len(run.Events), t1.Sub(t0).Round(time.Millisecond), loadPeak>>20, live>>20,
+		res.Verdict, run.Events.Len(), t1.Sub(t0).Round(time.Millisecond), loadPeak>>20, live>>20,
 		t3.Sub(t2).Round(time.Millisecond), checkPeak>>20, rssBefore>>20, peakRSS()>>20)
 	if res.Verdict != Valid {
 		t.Errorf("verdict %s", res.Verdict)
@@ -317,7 +317,7 @@ func coarseRegisterRun(seed uint64, nclients, nops int, q time.Duration) *histor
 		Info: history.RunInfo{Seed: int64(seed), Nodes: s.nodes, Workload: "register", Backend: "sim",
 			Nemeses: []string{}, LeaseTTL: 2 * time.Second, Start: round(s.start), HealTime: round(s.start) + 1,
 			End: round(s.now) + int64(q), Persistence: true, Election: "sim"},
-		Events: s.events,
+		Events: history.Pack(s.events),
 		Store:  st,
 	}
 }
@@ -364,19 +364,21 @@ func TestCoarseClockRegister(t *testing.T) {
 	// The same run with a stale read is invalid: a load late in the run returns what
 	// a load early in the run returned.
 	var early, stale *history.Event
-	for i := range run.Events {
-		e := &run.Events[i]
+	evs := run.Events.All()
+	for i := range evs {
+		e := &evs[i]
 		if e.Kind != history.KindLoad || e.Type != history.OK || e.Cursor == 0 {
 			continue
 		}
 		if early == nil {
 			early = e
-		} else if i > len(run.Events)/2 {
+		} else if i > len(evs)/2 {
 			e.Cursor, e.Token = early.Cursor, early.Token
 			stale = e
 			break
 		}
 	}
+	run.Events = history.Pack(evs)
 	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func TestTimeOverflow(t *testing.T) {
 		run := cleanRun(3)
 		// A run that lost writes: the final read says the cursor is back at 1.
 		run.Store.Cursor = 1
-		run.Events = append(run.Events, history.Event{ID: "n1/x/1", Type: history.Invoke, Kind: history.KindLoad, Node: "n1", Time: tm})
+		run.Events = history.Pack(append(run.Events.All(), history.Event{ID: "n1/x/1", Type: history.Invoke, Kind: history.KindLoad, Node: "n1", Time: tm}))
 		_, err := Check(context.Background(), run, Options{})
 		if !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), fmt.Sprint(tm)) {
 			t.Errorf("time %d: got %v, want ErrBadHistory naming the time", tm, err)
@@ -155,7 +155,7 @@ func TestManyNodes(t *testing.T) {
 		{ID: "c", Type: history.Invoke, Kind: history.KindCommit, Node: "thief", Time: base + 3, Token: 5, From: 0, To: 1, Events: 1},
 		{ID: "c", Type: history.OK, Kind: history.KindCommit, Node: "thief", Time: base + 4, Token: 5, From: 0, To: 1, Events: 1},
 	}
-	run := &history.Run{Info: history.RunInfo{Nodes: nodes, Start: base}, Events: evs}
+	run := &history.Run{Info: history.RunInfo{Nodes: nodes, Start: base}, Events: history.Pack(evs)}
 	res, err := checkWithin(t, 60*time.Second, run, Options{Checks: []string{CheckUniqueTokens}})
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,10 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 			nUnk++
 		}
 	}
-	okEdges, unkEdges := make([]edge, 0, nOK), make([]edge, 0, nUnk)
+	// The accepted commits as indices into ops (4 bytes each, where an edge takes 24: a
+	// long run has a million of them); okEdge makes the edge of one.
+	okEdges, unkEdges := make([]int32, 0, nOK), make([]edge, 0, nUnk)
+	okEdge := func(k int) edge { i := okEdges[k]; return edge{ops[i].a, ops[i].b, int(i)} }
 	required := make([]int64, 0, nLoad+2*nOK)
 	for i := range ops {
 		o := &ops[i]
@@ -87,7 +90,7 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 				return Unknown, "a commit that may apply does not move the cursor forward", blame
 			}
 			if o.out == outOK {
-				okEdges = append(okEdges, edge{o.a, o.b, i})
+				okEdges = append(okEdges, int32(i))
 				required = append(required, o.a, o.b)
 			} else {
 				unkEdges = append(unkEdges, edge{o.a, o.b, i})
@@ -95,19 +98,19 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 		}
 	}
 	byFrom := func(a, b edge) int { return cmpInt(a.from, b.from) }
-	slices.SortStableFunc(okEdges, byFrom)
+	slices.SortStableFunc(okEdges, func(a, b int32) int { return cmpInt(ops[a].a, ops[b].a) })
 	slices.SortStableFunc(unkEdges, byFrom)
 	for k := 1; k < len(okEdges); k++ {
-		if okEdges[k].from < okEdges[k-1].to {
-			blame = []int{okEdges[k-1].i, okEdges[k].i}
+		if prev, e := okEdge(k-1), okEdge(k); e.from < prev.to {
+			blame = []int{prev.i, e.i}
 			return Invalid, fmt.Sprintf("accepted commits %d→%d and %d→%d cannot both be on one chain of cursors",
-				okEdges[k-1].from, okEdges[k-1].to, okEdges[k].from, okEdges[k].to), blame
+				prev.from, prev.to, e.from, e.to), blame
 		}
 	}
 	slices.Sort(required)
 	required = slices.Compact(required)
 	if len(required) > 0 && required[0] < init.cursor {
-		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor), blame
+		return Invalid, fmt.Sprintf("cursor %d is below the initial cursor %d", required[0], init.cursor), requiring(ops, required[0])
 	}
 
 	// extensible and guessed (see below) mean that a failure to place proves nothing:
@@ -135,6 +138,10 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 		c := cur[len(cur)-1]
 		for r < len(required) && required[r] <= c {
 			if required[r] < c {
+				blame = requiring(ops, required[r])
+				if w := writer[len(writer)-1]; w >= 0 { // -1: the initial state, written by no operation
+					blame = append(blame, int(w))
+				}
 				return invalid("cursor %d is required but the chain passes from below it to %d", required[r], c)
 			}
 			r++
@@ -144,8 +151,8 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 		}
 		next := required[r]
 		var w edge
-		if e < len(okEdges) && okEdges[e].from == c {
-			w = okEdges[e]
+		if e < len(okEdges) && ops[okEdges[e]].a == c {
+			w = okEdge(e)
 			e++
 		} else {
 			if reachFor != next {
@@ -161,6 +168,7 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 			}
 			switch n {
 			case 0:
+				blame = requiring(ops, next)
 				return invalid("no commit leads from cursor %d to cursor %d", c, next)
 			case 1:
 			default:
@@ -193,8 +201,9 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 		writer = append(writer, int32(w.i))
 	}
 	if e != len(okEdges) {
-		blame = []int{okEdges[e].i}
-		return invalid("the accepted commit %d→%d is off the chain of cursors", okEdges[e].from, okEdges[e].to)
+		w := okEdge(e)
+		blame = []int{w.i}
+		return invalid("the accepted commit %d→%d is off the chain of cursors", w.from, w.to)
 	}
 	m := len(cur) - 1
 	block := func(c int64) int { // the block with cursor c, or -1
@@ -296,8 +305,13 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 	}
 
 	// 3. Feasibility, forcing disjunctions until none is decided.
-	plo, phi := make([]int64, len(lo)), make([]int64, len(hi))
-	ploBy, phiBy := make([]int32, len(loBy)), make([]int32, len(hiBy))
+	// With no disjunction there is one round, and it propagates the bounds in place: a
+	// copy is needed only to tighten the raw bounds between rounds.
+	plo, phi, ploBy, phiBy := lo, hi, loBy, hiBy
+	if len(open) > 0 {
+		plo, phi = make([]int64, len(lo)), make([]int64, len(hi))
+		ploBy, phiBy = make([]int32, len(loBy)), make([]int32, len(hiBy))
+	}
 	propagate := func() (bool, int) { // into the same four slices every round
 		copy(plo, lo)
 		copy(phi, hi)
@@ -387,4 +401,15 @@ func reachable(edges []edge, c, next int64) map[int64]bool {
 		}
 	}
 	return reach
+}
+
+// requiring returns the first operation that requires cursor c on the chain: a load
+// that returned it, or an accepted commit that moved the cursor from or to it.
+func requiring(ops []linOp, c int64) []int {
+	for i := range ops {
+		if o := &ops[i]; (!o.commit && o.a == c) || (o.commit && o.out == outOK && (o.a == c || o.b == c)) {
+			return []int{i}
+		}
+	}
+	return nil
 }

@@ -34,7 +34,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		// The harness stops every node before it reads the store, so the read follows
 		// every recorded invoke; it is open-ended because its time is not recorded.
 		p.ops = append(p.ops, op{call: p.end + 1, ret: never, a: st.Cursor, b: st.MaxToken,
-			ev: -1, done: -1, kind: kLoad, out: outOK, final: true})
+			ev: -1, done: -1, audit: -1, kind: kLoad, out: outOK, final: true})
 	}
 	res := &Result{Start: p.start, Ops: p.counts}
 	res.Terms = terms(p)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestCheckBadInput(t *testing.T) {
 		{"store event among faults", nil, []history.Event{ev("f", history.Invoke, history.KindLoad, "n1", 5)}, "among the faults"},
 	}
 	for _, c := range cases {
-		_, err := Check(context.Background(), &history.Run{Events: c.events, Faults: c.faults}, Options{})
+		_, err := Check(context.Background(), &history.Run{Events: history.Pack(c.events), Faults: c.faults}, Options{})
 		if !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want ErrBadHistory mentioning %q", c.name, err, c.want)
 		}
@@ -141,7 +142,7 @@ func registerRun(seed uint64, nclients, nops int) *history.Run {
 	}
 	return &history.Run{
 		Info:   history.RunInfo{Nodes: names, Workload: "register", Start: t0, HealTime: t0 + 1, End: end + 1, Persistence: true},
-		Events: evs,
+		Events: history.Pack(evs),
 		Store:  &history.Store{Cursor: s.st.cursor, MaxToken: s.st.maxTok, Sink: s.st.sink, Balances: s.st.bal, Audit: s.st.audit},
 	}
 }
@@ -172,12 +173,14 @@ func TestRegisterWorkload(t *testing.T) {
 	t.Logf("%s", res.Check(CheckLinearizability).Message)
 
 	// A load that returns a cursor one behind: not linearizable.
-	for i := len(run.Events) / 2; i < len(run.Events); i++ {
-		if e := &run.Events[i]; e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 {
+	evs := run.Events.All()
+	for i := len(evs) / 2; i < len(evs); i++ {
+		if e := &evs[i]; e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 {
 			e.Cursor--
 			break
 		}
 	}
+	run.Events = history.Pack(evs)
 	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceOps: 200, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +238,35 @@ func TestSimulatedRunsAgreeWithUncut(t *testing.T) {
 		// The chain decision alone, on the same operations, where it decides.
 		if v, why, _ := decideChain(linOps(p), regState{}); v != Unknown && v != want {
 			t.Errorf("%s: uncut porcupine %s, chain decision %s: %s", name, whole, v, why)
+		}
+	}
+}
+
+// TestAuditIndexCollisions: ids whose hashes collide are still told apart, duplicates
+// still found, and the first entry of each id returned.
+func TestAuditIndexCollisions(t *testing.T) {
+	audit := []history.AuditEntry{{Op: "a"}, {Op: "b"}, {Op: "a"}, {Op: "c"}, {Op: "b"}}
+	for _, hash := range []func(string) uint64{func(string) uint64 { return 7 }, nil} {
+		x := newAuditIndex(audit)
+		if hash != nil {
+			x.hash = hash // every id collides
+		}
+		var dups []int32
+		for j := range audit {
+			if first, dup := x.add(int32(j)); dup {
+				dups = append(dups, first)
+			}
+		}
+		if !slices.Equal(dups, []int32{0, 1}) {
+			t.Errorf("duplicates found at first entries %v, want [0 1]", dups)
+		}
+		for id, want := range map[string]int32{"a": 0, "b": 1, "c": 3} {
+			if got, ok := x.get(id); !ok || got != want {
+				t.Errorf("get(%q) = %d, %v; want %d", id, got, ok, want)
+			}
+		}
+		if _, ok := x.get("d"); ok {
+			t.Error(`get("d") found an entry`)
 		}
 	}
 }

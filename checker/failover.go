@@ -135,14 +135,12 @@ func rejections(p *parsed) (stale, conflict int) {
 			stale++
 		case o.out == outConflict:
 			conflict++
-		case o.res == resRejected && p.auditOf != nil:
-			if j, ok := p.auditOf[p.evs[o.ev].ID]; ok {
-				switch p.run.Store.Audit[j].Result {
-				case history.ErrStaleToken:
-					stale++
-				case history.ErrCursorConflict:
-					conflict++
-				}
+		case o.res == resRejected:
+			switch p.run.Store.Audit[o.audit].Result {
+			case history.ErrStaleToken:
+				stale++
+			case history.ErrCursorConflict:
+				conflict++
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func agreeWithPorcupine(t *testing.T, run *history.Run, res *Result) {
 		t.Fatalf("parse after a verdict: %v", err)
 	}
 	if st := run.Store; st != nil {
-		p.ops = append(p.ops, op{call: p.end + 1, ret: never, a: st.Cursor, b: st.MaxToken, ev: -1, done: -1, kind: kLoad, out: outOK, final: true})
+		p.ops = append(p.ops, op{call: p.end + 1, ret: never, a: st.Cursor, b: st.MaxToken, ev: -1, done: -1, audit: -1, kind: kLoad, out: outOK, final: true})
 	}
 	ops := linOps(p)
 	if len(ops) > 60 {

@@ -140,24 +140,26 @@ func goldenCases() []goldenCase {
 			note: "a follower's load returns an old cursor after a newer commit was acknowledged",
 			make: func() *history.Run {
 				r := cleanRun(8)
+				evs := r.Events.All()
 				var oks []int
-				for i, e := range r.Events {
+				for i, e := range evs {
 					if e.Kind == history.KindCommit && e.Type == history.OK && e.Node == "n1" {
 						oks = append(oks, i)
 					}
 				}
-				ok := r.Events[oks[len(oks)/2]]
+				ok := evs[oks[len(oks)/2]]
 				var inv history.Event
-				for _, e := range r.Events {
+				for _, e := range evs {
 					if e.ID == ok.ID && e.Type == history.Invoke {
 						inv = e
 					}
 				}
 				load := history.Event{ID: "n3-stale-read", Kind: history.KindLoad, Node: "n3", Type: history.Invoke, Time: ok.Time + 1}
-				r.Events = append(r.Events, load)
+				evs = append(evs, load)
 				load.Type, load.Time, load.Cursor, load.Token = history.OK, ok.Time+2, inv.From, inv.Token
-				r.Events = append(r.Events, load)
-				history.SortByTime(r.Events)
+				evs = append(evs, load)
+				history.SortByTime(evs)
+				r.Events = history.Pack(evs)
 				return r
 			},
 			want: expectation{Verdict: Invalid, Checks: with(allValid(), CheckLinearizability, Invalid, CheckCursorMonotonic, Invalid)},

@@ -185,7 +185,7 @@ func TestManyTerms(t *testing.T) {
 			history.Event{ID: id, Type: history.Invoke, Kind: history.KindAcquire, Node: n, Time: tm},
 			history.Event{ID: id, Type: history.OK, Kind: history.KindAcquire, Node: n, Time: tm + 1, Token: int64(i + 1)})
 	}
-	run := &history.Run{Info: history.RunInfo{Start: base}, Events: evs}
+	run := &history.Run{Info: history.RunInfo{Start: base}, Events: history.Pack(evs)}
 	t0 := time.Now()
 	res, err := checkWithin(t, 30*time.Second, run, Options{Checks: []string{CheckLeadershipOverlap}})
 	if err != nil {

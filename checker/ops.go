@@ -3,6 +3,7 @@ package checker
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -54,6 +55,7 @@ type op struct {
 	ev        int32 // index of the invoke event in parsed.evs
 	done      int32 // index of the completion event, -1 if none
 	node      int32
+	audit     int32 // commit: its first entry in the audit stream, -1 if none (see resolve)
 	kind      opKind
 	out       outcome
 	res       resolution
@@ -86,7 +88,7 @@ type fault struct {
 // parsed is a run turned into operations.
 type parsed struct {
 	run       *history.Run
-	evs       []history.Event
+	evs       history.Events
 	start     int64
 	end       int64 // latest event time
 	nodes     []string
@@ -98,7 +100,6 @@ type parsed struct {
 	counts    OpCounts
 
 	// audit
-	auditOf       map[string]int32 // op id -> first audit entry
 	auditComplete bool
 	volatile      bool      // a Redis restart without persistence happened
 	auditIssues   []finding // contradictions between the histories and the audit
@@ -133,7 +134,7 @@ func cmpInt(a, b int64) int {
 
 // parse turns run into operations and resolves unknown commits from the audit stream.
 func parse(run *history.Run) (*parsed, error) {
-	p := &parsed{run: run, evs: sortedByTime(run.Events), nodeIdx: map[string]int32{}}
+	p := &parsed{run: run, evs: run.Events.SortByTime(), nodeIdx: map[string]int32{}}
 	if err := run.Info.Validate(); err != nil {
 		return nil, badf("%v", err)
 	}
@@ -141,8 +142,8 @@ func parse(run *history.Run) (*parsed, error) {
 		p.node(n)
 	}
 	p.start = run.Info.Start
-	if p.start == 0 && len(p.evs) > 0 {
-		p.start = p.evs[0].Time
+	if p.start == 0 && p.evs.Len() > 0 {
+		p.start = p.evs.Time(0)
 	}
 	p.end = p.start // with no event at all, the run ends where it starts
 	if err := p.parseFaults(run.Faults, "faults"); err != nil {
@@ -153,8 +154,8 @@ func parse(run *history.Run) (*parsed, error) {
 		idx int32
 	}
 	nops, nel := 1, 0 // one more op for the final store read
-	for i := range p.evs {
-		if e := &p.evs[i]; e.Type == history.Invoke {
+	for i := range p.evs.Len() {
+		if e := p.evs.At(i); e.Type == history.Invoke {
 			switch e.Kind {
 			case history.KindLoad, history.KindCommit:
 				nops++
@@ -166,15 +167,15 @@ func parse(run *history.Run) (*parsed, error) {
 	p.ops, p.el = make([]op, 0, nops), make([]elOp, 0, nel)
 	pending := map[string]pend{}
 	var faultEvs []history.Event
-	for i := range p.evs {
-		e := &p.evs[i]
+	for i := range p.evs.Len() {
+		e := p.evs.At(i)
 		if err := e.Validate(); err != nil {
 			return nil, badf("event %d (id %q)%s: %v", i, e.ID, p.where(e.ID), err)
 		}
 		p.end = max(p.end, e.Time)
 		switch e.Kind {
 		case history.KindFault:
-			faultEvs = append(faultEvs, *e)
+			faultEvs = append(faultEvs, e)
 			continue
 		case history.KindStepDown:
 			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason})
@@ -188,7 +189,7 @@ func parse(run *history.Run) (*parsed, error) {
 			n := p.node(e.Node)
 			switch e.Kind {
 			case history.KindLoad, history.KindCommit:
-				o := op{call: e.Time, ret: never, ev: int32(i), done: -1, node: n, out: outUnknown}
+				o := op{call: e.Time, ret: never, ev: int32(i), done: -1, node: n, out: outUnknown, audit: -1}
 				if e.Kind == history.KindCommit {
 					o.kind, o.token, o.a, o.b = kCommit, e.Token, e.From, e.To
 				}
@@ -205,11 +206,11 @@ func parse(run *history.Run) (*parsed, error) {
 			return nil, badf("completion without invoke: %s %s %s id %q at %s%s", e.Node, e.Kind, e.Type, e.ID, p.t(e.Time), p.where(e.ID))
 		}
 		delete(pending, e.ID)
-		var inv *history.Event
+		var inv history.Event
 		if pd.el {
-			inv = &p.evs[p.el[pd.idx].ev]
+			inv = p.evs.At(int(p.el[pd.idx].ev))
 		} else {
-			inv = &p.evs[p.ops[pd.idx].ev]
+			inv = p.evs.At(int(p.ops[pd.idx].ev))
 		}
 		if inv.Kind != e.Kind || inv.Node != e.Node {
 			return nil, badf("id %q: invoked as %s %s, completed as %s %s at %s%s", e.ID, inv.Node, inv.Kind, e.Node, e.Kind, p.t(e.Time), p.where(e.ID))
@@ -367,14 +368,14 @@ func (p *parsed) resolve() {
 			p.volatile = true
 		}
 	}
-	p.auditOf = make(map[string]int32, len(st.Audit))
+	// Op id -> first audit entry: a long run's largest map, so it lives only here, and
+	// each commit keeps its entry's index.
+	auditOf := newAuditIndex(st.Audit)
 	for i, a := range st.Audit {
-		if j, dup := p.auditOf[a.Op]; dup {
+		if j, dup := auditOf.add(int32(i)); dup {
 			p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
 				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
-			continue
 		}
-		p.auditOf[a.Op] = int32(i)
 	}
 	matched := make([]bool, len(st.Audit))
 	missing := 0
@@ -383,8 +384,8 @@ func (p *parsed) resolve() {
 		if o.kind != kCommit {
 			continue
 		}
-		id := p.evs[o.ev].ID
-		j, found := p.auditOf[id]
+		id := p.evs.ID(int(o.ev))
+		j, found := auditOf.get(id)
 		if !found {
 			if o.out == outOK || o.out == outStale || o.out == outConflict {
 				missing++
@@ -392,6 +393,7 @@ func (p *parsed) resolve() {
 			}
 			continue
 		}
+		o.audit = j
 		if matched[j] {
 			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("operation id %s is used by two commits", id)})
 			continue
@@ -421,7 +423,7 @@ func (p *parsed) resolve() {
 	}
 	for j, a := range st.Audit {
 		if !matched[j] {
-			if k := p.auditOf[a.Op]; int(k) != j {
+			if k, _ := auditOf.get(a.Op); int(k) != j {
 				continue // a second processing, reported above
 			}
 			p.auditIssues = append(p.auditIssues, finding{0, fmt.Sprintf("audit #%d (op %s, %s token=%d %d→%d: %s) matches no recorded commit",
@@ -434,7 +436,7 @@ func (p *parsed) resolve() {
 		if o.kind != kCommit || o.out != outUnknown {
 			continue
 		}
-		if j, found := p.auditOf[p.evs[o.ev].ID]; found {
+		if j := o.audit; j >= 0 {
 			if st.Audit[j].Result == "ok" {
 				o.res = resApplied
 			} else {
@@ -462,7 +464,7 @@ func (p *parsed) describe(o *op) string {
 	if o.final {
 		return fmt.Sprintf("final store read: cursor=%d token=%d", o.a, o.b)
 	}
-	e := &p.evs[o.ev]
+	e := p.evs.At(int(o.ev))
 	var b strings.Builder
 	if o.kind == kLoad {
 		fmt.Fprintf(&b, "%s load %s", e.Node, e.ID)
@@ -483,8 +485,8 @@ func (p *parsed) describe(o *op) string {
 		b.WriteString("rejected " + history.ErrCursorConflict)
 	case outOtherFail:
 		b.WriteString("failed")
-		if o.done >= 0 && p.evs[o.done].Error != "" {
-			b.WriteString(" (" + p.evs[o.done].Error + ")")
+		if o.done >= 0 && p.evs.At(int(o.done)).Error != "" {
+			b.WriteString(" (" + p.evs.At(int(o.done)).Error + ")")
 		}
 	case outUnknown:
 		b.WriteString("unknown")
@@ -502,8 +504,57 @@ func (p *parsed) describe(o *op) string {
 	}
 	end := o.ret
 	if o.done >= 0 {
-		end = p.evs[o.done].Time
+		end = p.evs.Time(int(o.done))
 	}
 	fmt.Fprintf(&b, " [%s, %s]", p.t(o.call), p.t(end))
 	return b.String()
+}
+
+// auditIndex finds the first audit entry of an operation id. It is keyed by a seeded
+// 64-bit hash of the id: a map of a million fixed-size keys fills and answers several
+// times faster than one of strings. Ids whose hash an earlier id already has (never
+// seen in practice: the seed is random) are kept by their string.
+type auditIndex struct {
+	audit  []history.AuditEntry
+	hash   func(string) uint64
+	byHash map[uint64]int32
+	other  map[string]int32
+}
+
+func newAuditIndex(audit []history.AuditEntry) *auditIndex {
+	seed := maphash.MakeSeed()
+	return &auditIndex{audit: audit, hash: func(s string) uint64 { return maphash.String(seed, s) },
+		byHash: make(map[uint64]int32, len(audit))}
+}
+
+// add indexes audit entry j, unless its op id is already indexed: then it returns the
+// entry that holds it, and true.
+func (x *auditIndex) add(j int32) (first int32, dup bool) {
+	id := x.audit[j].Op
+	h := x.hash(id)
+	k, ok := x.byHash[h]
+	switch {
+	case !ok:
+		x.byHash[h] = j
+		return j, false
+	case x.audit[k].Op == id:
+		return k, true
+	}
+	if k, ok := x.other[id]; ok {
+		return k, true
+	}
+	if x.other == nil {
+		x.other = map[string]int32{}
+	}
+	x.other[id] = j
+	return j, false
+}
+
+// get returns the first audit entry of op id.
+func (x *auditIndex) get(id string) (int32, bool) {
+	if k, ok := x.byHash[x.hash(id)]; ok && x.audit[k].Op == id {
+		return k, true
+	}
+	k, ok := x.other[id]
+	return k, ok
 }

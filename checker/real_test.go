@@ -44,8 +44,8 @@ func TestRealRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Store == nil || len(run.Events) == 0 || len(run.Warnings) > 0 {
-				t.Fatalf("store %v, %d events, warnings %v", run.Store != nil, len(run.Events), run.Warnings)
+			if run.Store == nil || run.Events.Len() == 0 || len(run.Warnings) > 0 {
+				t.Fatalf("store %v, %d events, warnings %v", run.Store != nil, run.Events.Len(), run.Warnings)
 			}
 			res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: t.TempDir()})
 			if err != nil {

@@ -377,7 +377,7 @@ func (s *sim) run() *history.Run {
 		Info: history.RunInfo{Seed: int64(s.cfg.Seed), Nodes: s.nodes, Workload: "listener", Backend: "sim",
 			Nemeses: s.cfg.Faults, LeaseTTL: s.cfg.LeaseTTL, Start: s.start, HealTime: heal, End: s.now,
 			Persistence: true, Election: "sim"},
-		Events: s.events,
+		Events: history.Pack(s.events),
 		Faults: s.faults,
 		Store:  st,
 	}
@@ -395,7 +395,8 @@ func writeRun(tb testing.TB, run *history.Run, dir string) {
 	must(os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755))
 	must(history.WriteJSON(filepath.Join(dir, history.RunInfoFile), run.Info))
 	files := map[string]*os.File{}
-	for _, e := range run.Events {
+	for i := range run.Events.Len() {
+		e := run.Events.At(i)
 		f := files[e.Node]
 		if f == nil {
 			var err error

@@ -130,7 +130,7 @@ func (p *parsed) commitTime(id string) int64 {
 		p.commitByID = make(map[string]int32, p.counts.Commits)
 		for i := range p.ops {
 			if o := &p.ops[i]; o.kind == kCommit && !o.final {
-				p.commitByID[p.evs[o.ev].ID] = int32(i)
+				p.commitByID[p.evs.ID(int(o.ev))] = int32(i)
 			}
 		}
 	}

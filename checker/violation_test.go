@@ -81,12 +81,12 @@ func TestGoldenFirstViolations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo, hi := run.Events[0].Time, run.Events[len(run.Events)-1].Time
+			lo, hi := run.Events.Time(0), run.Events.Time(run.Events.Len()-1)
 			if run.Info.End > hi {
 				hi = run.Info.End
 			}
 			times := map[string][2]int64{} // op id -> invoke, completion
-			for _, e := range run.Events {
+			for _, e := range run.Events.All() {
 				tm := times[e.ID]
 				if e.Type == history.Invoke {
 					tm[0] = e.Time

@@ -430,8 +430,8 @@ func TestInterruptedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Info.Interrupted == "" || run.Store == nil || len(run.Events) == 0 {
-		t.Fatalf("interrupted %q, store %v, %d events", run.Info.Interrupted, run.Store != nil, len(run.Events))
+	if run.Info.Interrupted == "" || run.Store == nil || run.Events.Len() == 0 {
+		t.Fatalf("interrupted %q, store %v, %d events", run.Info.Interrupted, run.Store != nil, run.Events.Len())
 	}
 }
 

@@ -178,8 +178,11 @@ func (r *Recorder) Err() error {
 // write call, so even a node killed with SIGKILL leaves no torn line to excuse; a torn
 // last line (a full disk) is an error here too: LoadRun is the reader that tolerates it.
 func Read(rd io.Reader, name string) ([]Event, error) {
-	evs, _, err := readInto(rd, name, nil, false)
-	return evs, err
+	b := newBuilder(0)
+	if _, err := b.read(rd, name, false); err != nil {
+		return nil, err
+	}
+	return b.events().All(), nil
 }
 
 // maxLine bounds one line of a history or audit file.
@@ -189,7 +192,7 @@ const maxLine = 4 << 20
 // true for a last line with no newline after it. Errors name the file and line.
 func scanLines(rd io.Reader, name string, fn func(line int, b []byte, torn bool) error) error {
 	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
+	sc.Buffer(make([]byte, 256*1024), maxLine)
 	unterminated := false
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		adv, tok, err := bufio.ScanLines(data, atEOF)
@@ -214,33 +217,26 @@ func scanLines(rd io.Reader, name string, fn func(line int, b []byte, torn bool)
 	return nil
 }
 
-// readInto is Read appending to dst, so that a caller that knows how many events to
-// expect can read without the slice growing (and doubling) as it goes. With
-// tolerateTorn, a last line that has no newline and does not parse — a write cut short
-// by a full disk or a crash — is dropped and described in the returned warning.
-func readInto(rd io.Reader, name string, out []Event, tolerateTorn bool) ([]Event, string, error) {
+// read appends the events of rd to b. With tolerateTorn, a last line that has no
+// newline and does not parse — a write cut short by a full disk or a crash — is dropped
+// and described in the returned warning.
+func (b *builder) read(rd io.Reader, name string, tolerateTorn bool) (string, error) {
 	warning := ""
-	err := scanLines(rd, name, func(line int, b []byte, torn bool) error {
-		// Decoded in place: a local Event would escape to the heap, one allocation a line.
-		out = append(out, Event{})
-		e := &out[len(out)-1]
-		if err := decodeEvent(b, e); err != nil {
-			out = out[:len(out)-1]
+	err := scanLines(rd, name, func(line int, l []byte, torn bool) error {
+		if err := b.decode(l); err != nil {
 			if torn && tolerateTorn {
-				warning = fmt.Sprintf("%s:%d: torn last line dropped (%d bytes, cut mid-line with no newline)", name, line, len(b))
+				warning = fmt.Sprintf("%s:%d: torn last line dropped (%d bytes, cut mid-line with no newline)", name, line, len(l))
 				return nil
 			}
 			return fmt.Errorf("%s:%d: %w: %v", name, line, ErrMalformed, err)
 		}
-		if err := e.Validate(); err != nil {
+		if err := b.validate(); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
+		b.push()
 		return nil
 	})
-	if err != nil {
-		return nil, "", err
-	}
-	return out, warning, nil
+	return warning, err
 }
 
 // ReadFile reads a history file.

@@ -100,7 +100,7 @@ type AuditEntry struct {
 type Run struct {
 	Dir    string
 	Info   RunInfo
-	Events []Event // all nodes' events, ordered by time
+	Events Events  // all nodes' events, ordered by time
 	Faults []Event // fault events, ordered by time
 	Store  *Store  // nil if the final read never happened
 	// Warnings lists what LoadRun tolerated but a reader must know: a torn last line
@@ -196,7 +196,7 @@ func LoadRun(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Events) == 0 {
+	if r.Events.Len() == 0 {
 		return nil, fmt.Errorf("%w: %s: the history files hold no event", ErrNoHistory, filepath.Join(dir, HistoryDir))
 	}
 	r.Warnings = append(r.Warnings, hWarn...)
@@ -338,34 +338,41 @@ func readEventsFile(path string) ([]Event, string, error) {
 		return nil, "", err
 	}
 	defer rc.Close()
-	return readInto(rc, name, nil, true)
+	b := newBuilder(0)
+	warn, err := b.read(rc, name, true)
+	if err != nil {
+		return nil, "", err
+	}
+	return b.events().All(), warn, nil
 }
 
-// readHistories reads history files into one slice ordered by time, as a stable sort of
-// their concatenation would order it. A long run's histories are hundreds of megabytes,
-// so it counts their lines first and reads every file, in parallel, into its own part of
-// one slice of exactly that size: no slice grows, and nothing is held twice.
-func readHistories(files []string) ([]Event, []string, error) {
+// readHistories reads history files into one Events ordered by time, as a stable sort
+// of their concatenation would order it. A long run's histories are hundreds of
+// megabytes, so it counts their lines first and reads every file, in parallel, into its
+// own part of one slice of exactly that size: no slice grows, and nothing is held twice.
+func readHistories(files []string) (Events, []string, error) {
 	counts := make([]int, len(files))
 	total := 0
 	for i, f := range files {
 		n, err := countLines(f)
 		if err != nil {
-			return nil, nil, err
+			return Events{}, nil, err
 		}
 		counts[i], total = n, total+n
 	}
-	all := make([]Event, total)
-	parts := make([][]Event, len(files))
+	all := make([]row, total)
+	parts := make([]*builder, len(files))
 	warns := make([]string, len(files))
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	off := 0
 	for i, f := range files {
+		b := newBuilder(0)
 		// A full slice expression: a file that grew since it was counted reallocates its
 		// part instead of writing over the next one.
-		dst := all[off : off : off+counts[i]]
+		b.rows = all[off : off : off+counts[i]]
 		off += counts[i]
+		parts[i] = b
 		wg.Go(func() {
 			fh, err := os.Open(f)
 			if err != nil {
@@ -378,30 +385,22 @@ func readHistories(files []string) ([]Event, []string, error) {
 				return
 			}
 			defer rc.Close()
-			if parts[i], warns[i], errs[i] = readInto(rc, f, dst, true); errs[i] == nil && !sortedByTime(parts[i]) {
-				SortByTime(parts[i]) // a node writes in time order: rarely needed
+			if warns[i], errs[i] = b.read(rc, f, true); errs[i] == nil && !b.events().SortedByTime() {
+				b.sortByTime() // a node writes in time order: rarely needed
 			}
 		})
 	}
 	wg.Wait()
 	if err := firstError(errs); err != nil {
-		return nil, nil, err
+		return Events{}, nil, err
 	}
-	out := all[:0]
-	bounds := make([]int, 0, len(parts)+1)
-	for _, p := range parts {
-		bounds = append(bounds, len(out))
-		out = append(out, p...) // copies within all, towards its start, or from a reallocated part
-	}
-	bounds = append(bounds, len(out))
-	mergeRuns(out, bounds)
 	var ws []string
 	for _, w := range warns {
 		if w != "" {
 			ws = append(ws, w)
 		}
 	}
-	return out, ws, nil
+	return merge(parts, all, counts), ws, nil
 }
 
 // countLines counts the newline-terminated lines of a file (plus a last one without).
@@ -459,10 +458,14 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 		return nil, name, err
 	}
 	out := make([]AuditEntry, 0, n)
+	var arena []byte
+	spans := make([][2]span, 0, n) // each entry's stream id and op id in arena
 	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
 		out = append(out, AuditEntry{})
 		a := &out[len(out)-1] // decoded in place: a local would escape, one allocation a line
-		if err := decodeAudit(b, a); err != nil {
+		sid, op, err := decodeAudit(b, a, &arena)
+		spans = append(spans, [2]span{sid, op})
+		if err != nil {
 			what := ""
 			if torn {
 				what = " (a torn last line: the audit copy is incomplete)"
@@ -473,6 +476,10 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 	})
 	if err != nil {
 		return nil, name, err
+	}
+	s := string(arena)
+	for i := range out {
+		out[i].StreamID, out[i].Op = s[spans[i][0].off():spans[i][0].end()], s[spans[i][1].off():spans[i][1].end()]
 	}
 	return out, name, nil
 }
@@ -744,50 +751,4 @@ func firstError(errs []error) error {
 		return fmt.Errorf("%w (and %d more files with errors)", first, more)
 	}
 	return first
-}
-
-func sortedByTime(evs []Event) bool {
-	return slices.IsSortedFunc(evs, func(a, b Event) int { return cmp.Compare(a.Time, b.Time) })
-}
-
-// mergeRuns orders evs by time, as a stable sort would, when evs[bounds[k]:bounds[k+1]]
-// are each sorted by time. It merges the runs into a permutation (4 bytes an event)
-// and applies it in place, moving each event once: a stable sort of two million
-// events moves them many times, and a merge into a second slice would double the
-// memory of the largest thing a check holds.
-func mergeRuns(evs []Event, bounds []int) {
-	if len(bounds) <= 2 {
-		return
-	}
-	pos := make([]int, len(bounds)-1) // next unmerged index of each run
-	copy(pos, bounds[:len(bounds)-1])
-	perm := make([]int32, len(evs)) // perm[i]: the index in evs of the i-th event in order
-	for i := range perm {
-		best := -1
-		for k := range pos {
-			if pos[k] < bounds[k+1] && (best < 0 || evs[pos[k]].Time < evs[pos[best]].Time) {
-				best = k // strictly earlier only: equal times keep the order of the runs
-			}
-		}
-		perm[i] = int32(pos[best])
-		pos[best]++
-	}
-	// Apply the permutation by following its cycles: the slot i receives evs[perm[i]].
-	for i := range perm {
-		if perm[i] < 0 || int(perm[i]) == i {
-			continue
-		}
-		tmp := evs[i]
-		j := i
-		for {
-			k := int(perm[j])
-			perm[j] = -1
-			if k == i {
-				evs[j] = tmp
-				break
-			}
-			evs[j] = evs[k]
-			j = k
-		}
-	}
 }

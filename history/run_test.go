@@ -101,8 +101,8 @@ func TestLoadRunGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Events) != 4 || len(r.Faults) != 2 || r.Store == nil || len(r.Store.Audit) != 1 || len(r.Warnings) != 0 {
-		t.Fatalf("loaded %d events, %d faults, store %+v, warnings %v", len(r.Events), len(r.Faults), r.Store, r.Warnings)
+	if r.Events.Len() != 4 || len(r.Faults) != 2 || r.Store == nil || len(r.Store.Audit) != 1 || len(r.Warnings) != 0 {
+		t.Fatalf("loaded %d events, %d faults, store %+v, warnings %v", r.Events.Len(), len(r.Faults), r.Store, r.Warnings)
 	}
 }
 
@@ -149,7 +149,7 @@ func TestLoadRunBadInput(t *testing.T) {
 			}
 			r, err := history.LoadRun(dir)
 			if err == nil {
-				t.Fatalf("loaded without error: %d events", len(r.Events))
+				t.Fatalf("loaded without error: %d events", r.Events.Len())
 			}
 			if !errors.Is(err, c.is) || !errors.Is(err, history.ErrBadInput) {
 				t.Errorf("error %v: not %v and ErrBadInput", err, c.is)
@@ -177,8 +177,8 @@ func TestLoadRunTornLastLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Events) != 4 || len(r.Faults) != 2 {
-		t.Errorf("%d events, %d faults; want 4 and 2", len(r.Events), len(r.Faults))
+	if r.Events.Len() != 4 || len(r.Faults) != 2 {
+		t.Errorf("%d events, %d faults; want 4 and 2", r.Events.Len(), len(r.Faults))
 	}
 	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "n1.jsonl:5: torn last line dropped") || !strings.Contains(r.Warnings[1], "faults.jsonl:3") {
 		t.Errorf("warnings %q", r.Warnings)
@@ -191,8 +191,8 @@ func TestLoadRunTornLastLine(t *testing.T) {
 	}
 	// A whole last line without its newline is not torn.
 	r, err = history.LoadRun(writeDir(t, with(goodRun(), "history/n1.jsonl", strings.TrimSuffix(n1Lines, "\n"))))
-	if err != nil || len(r.Events) != 4 || len(r.Warnings) != 0 {
-		t.Errorf("last line without newline: %v, %d events, warnings %q", err, len(r.Events), r.Warnings)
+	if err != nil || r.Events.Len() != 4 || len(r.Warnings) != 0 {
+		t.Errorf("last line without newline: %v, %d events, warnings %q", err, r.Events.Len(), r.Warnings)
 	}
 	// Read, the strict reader, still refuses it.
 	if _, err := history.Read(strings.NewReader(n1Lines+torn), "h"); !errors.Is(err, history.ErrMalformed) {
@@ -273,7 +273,7 @@ func TestLoadRunMemoryBoundedByInput(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	r, err := history.LoadRun(dir)
 	runtime.ReadMemStats(&after)
-	if err != nil || len(r.Events) != 4 {
+	if err != nil || r.Events.Len() != 4 {
 		t.Fatalf("16 MB of blank lines: %v", err)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 128<<20 { // was 16M events, 2.7 GB

@@ -76,7 +76,7 @@ func TestGenerateRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %s, %d events, %d faults, %d leader changes, %d rejections", c.name, res.Verdict,
-			len(run.Events), len(run.Faults), res.LeaderChanges, res.FencingRejections)
+			run.Events.Len(), len(run.Faults), res.LeaderChanges, res.FencingRejections)
 	}
 }
 

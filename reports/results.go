@@ -443,7 +443,7 @@ func (v *view) results(n int) *Results {
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
 			SinkEvents: len(st.Sink), AuditEntries: len(st.Audit)}
-		r.Store.SinkLost, r.Store.SinkDuplicated = sinkCounts(st.Sink, st.Cursor)
+		r.Store.SinkLost, r.Store.SinkDuplicated = v.sinkLost, v.sinkDup
 	}
 	r.Files = v.allFiles()
 	if r.Omitted != (ListCounts{}) {
@@ -453,16 +453,21 @@ func (v *view) results(n int) *Results {
 }
 
 // sinkCounts counts the events 1..cursor missing from sink and the entries of sink
-// that repeat an earlier one. Its memory is bounded by the sink, not by the cursor.
+// that repeat an earlier one. Its memory is bounded by the sink, not by the cursor: a
+// sink in increasing order (what a correct run leaves) is counted in one pass, any
+// other from a sorted copy.
 func sinkCounts(sink []int64, cursor int64) (lost, dup int) {
-	seen := make(map[int64]struct{}, len(sink))
+	sorted := sink
+	if !slices.IsSorted(sink) {
+		sorted = slices.Clone(sink)
+		slices.Sort(sorted)
+	}
 	in := int64(0)
-	for _, id := range sink {
-		if _, ok := seen[id]; ok {
+	for i, id := range sorted {
+		if i > 0 && id == sorted[i-1] {
 			dup++
 			continue
 		}
-		seen[id] = struct{}{}
 		if id >= 1 && id <= cursor {
 			in++
 		}

@@ -29,11 +29,11 @@ func bigRun(t testing.TB, n int) (*history.Run, *checker.Result) {
 		Backend: "local", Nemeses: []string{"kill"}, LeaseTTL: time.Second, Duration: time.Duration(int64(n+1) * step),
 		Start: base, End: base + int64(n+2)*step, Persistence: true, Election: "big"}}
 	res := &checker.Result{Verdict: checker.Invalid, Start: base, LeaderChanges: n - 1, FencingRejections: n - 1}
-	run.Events = make([]history.Event, 0, 4*n)
+	evs := make([]history.Event, 0, 4*n)
 	for tok := 1; tok <= n; tok++ {
 		at := base + int64(tok)*step
 		id := fmt.Sprintf("c-%d", tok)
-		run.Events = append(run.Events,
+		evs = append(evs,
 			history.Event{ID: id, Type: history.Invoke, Kind: history.KindCommit, Node: node(tok), Time: at, Token: int64(tok), From: int64(tok - 1), To: int64(tok)},
 			history.Event{ID: id, Type: history.OK, Kind: history.KindCommit, Node: node(tok), Time: at + 1000})
 		res.Terms = append(res.Terms, checker.Term{Node: node(tok), Token: int64(tok), Start: at - 500, End: at + step, EndReason: "kill",
@@ -42,7 +42,7 @@ func bigRun(t testing.TB, n int) (*history.Run, *checker.Result) {
 			continue
 		}
 		stale := fmt.Sprintf("s-%d", tok)
-		run.Events = append(run.Events,
+		evs = append(evs,
 			history.Event{ID: stale, Type: history.Invoke, Kind: history.KindCommit, Node: node(tok - 1), Time: at + 2000, Token: int64(tok - 1), From: int64(tok - 1), To: int64(tok)},
 			history.Event{ID: stale, Type: history.Fail, Kind: history.KindCommit, Node: node(tok - 1), Time: at + 3000, Error: history.ErrStaleToken})
 		fid := fmt.Sprintf("f-%d", tok)
@@ -55,6 +55,7 @@ func bigRun(t testing.TB, n int) (*history.Run, *checker.Result) {
 		res.Overlaps = append(res.Overlaps, checker.Overlap{NodeA: node(tok - 1), TokenA: int64(tok - 1), NodeB: node(tok), TokenB: int64(tok),
 			Start: at - 500, End: at, Duration: 500})
 	}
+	run.Events = history.Pack(evs)
 	offending := make([]string, n)
 	for i := range offending {
 		offending[i] = fmt.Sprintf("audit #%d: n1 op s-%d accepted with token %d after a higher one", i, i, i)

@@ -18,6 +18,10 @@ func Summary(w io.Writer, run *history.Run, res *checker.Result) error {
 	if err != nil {
 		return err
 	}
+	return v.summary(w)
+}
+
+func (v *view) summary(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "fenceline run: %s\n%s\n%s\n", strings.ToUpper(verdictMark(v.verdict())), v.headline(), v.oneLine())
 	for _, c := range v.failing() {
@@ -43,6 +47,6 @@ func Summary(w io.Writer, run *history.Run, res *checker.Result) error {
 			fmt.Fprintf(&b, "%s\n", t.MoreNote())
 		}
 	}
-	_, err = w.Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
 	return err
 }

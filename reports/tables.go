@@ -292,44 +292,7 @@ func (v *view) opsTable() table {
 		Header: []string{"operation", "total", "ok", "fail", "unknown"},
 		Right:  []bool{false, true, true, true, true},
 		Empty:  "The history holds no operation."}
-	type count struct{ total, ok, fail, unknown int }
-	counts := map[history.Kind]*count{}
-	pending := map[string]history.Kind{}
-	for _, e := range v.run.Events {
-		switch {
-		case e.Kind == history.KindFault:
-			continue
-		case e.Kind == history.KindStepDown:
-			if counts[e.Kind] == nil {
-				counts[e.Kind] = &count{}
-			}
-			counts[e.Kind].total++
-			continue
-		case e.Type == history.Invoke:
-			pending[e.ID] = e.Kind
-			if counts[e.Kind] == nil {
-				counts[e.Kind] = &count{}
-			}
-			counts[e.Kind].total++
-			continue
-		}
-		k, ok := pending[e.ID]
-		if !ok {
-			continue
-		}
-		delete(pending, e.ID)
-		switch e.Type {
-		case history.OK:
-			counts[k].ok++
-		case history.Fail:
-			counts[k].fail++
-		default:
-			counts[k].unknown++
-		}
-	}
-	for _, k := range pending { // no completion: unknown
-		counts[k].unknown++
-	}
+	counts := v.opCounts
 	for _, k := range []history.Kind{history.KindLoad, history.KindCommit, history.KindAcquire, history.KindRenew, history.KindRelease} {
 		if c := counts[k]; c != nil {
 			t.Rows = append(t.Rows, []string{string(k), itoa(c.total), itoa(c.ok), itoa(c.fail), itoa(c.unknown)})

@@ -36,9 +36,15 @@ type view struct {
 	rejections []rejection
 	// commits are the completion times of accepted commits, sorted.
 	commits []int64
+	// opCounts counts the operations of each kind by outcome (an invoke with no
+	// completion is unknown); step-downs count only in total.
+	opCounts map[history.Kind]*opCount
 	// files are the raw files of the run directory that exist (slash-separated,
 	// relative to the run directory), sorted.
 	files []string
+	// sinkLost and sinkDup count the events of 1..cursor missing from the store's sink
+	// and its repeated entries (see sinkCounts).
+	sinkLost, sinkDup int
 	// limit is the list limit of results.json (-1: none); full is FullResultsFile when
 	// it is written, else "" (see setOptions).
 	limit int
@@ -98,8 +104,8 @@ func newView(run *history.Run, res *checker.Result) (*view, error) {
 	v.nodes = slices.Clone(run.Info.Nodes)
 	if len(v.nodes) == 0 {
 		seen := map[string]bool{}
-		for _, e := range run.Events {
-			if e.Kind != history.KindFault && !seen[e.Node] {
+		for i := range run.Events.Len() {
+			if e := run.Events.At(i); e.Kind != history.KindFault && !seen[e.Node] {
 				seen[e.Node] = true
 				v.nodes = append(v.nodes, e.Node)
 			}
@@ -107,6 +113,9 @@ func newView(run *history.Run, res *checker.Result) (*view, error) {
 		slices.Sort(v.nodes)
 	}
 	v.storeHistory()
+	if st := run.Store; st != nil {
+		v.sinkLost, v.sinkDup = sinkCounts(st.Sink, st.Cursor)
+	}
 	v.files = rawFiles(run.Dir)
 	v.setOptions(Options{})
 	return v, nil
@@ -121,8 +130,8 @@ func (v *view) timeBounds() {
 			lo, hi = min(lo, t), max(hi, t)
 		}
 	}
-	for _, e := range v.run.Events {
-		see(e.Time)
+	for i := range v.run.Events.Len() {
+		see(v.run.Events.Time(i))
 	}
 	for _, f := range v.faults {
 		see(f.Inject)
@@ -146,8 +155,8 @@ func (v *view) timeBounds() {
 // the fault log or, as the checker also accepts, among the nodes' events.
 func pairFaults(run *history.Run) []faultSpan {
 	evs := slices.Clone(run.Faults)
-	for _, e := range run.Events {
-		if e.Kind == history.KindFault {
+	for i := range run.Events.Len() {
+		if e := run.Events.At(i); e.Kind == history.KindFault {
 			evs = append(evs, e)
 		}
 	}
@@ -180,27 +189,60 @@ func pairFaults(run *history.Run) []faultSpan {
 	return out
 }
 
-// storeHistory derives from the store operations what the result does not list: the
-// leader changes, the fencing rejections and the commit times.
+// opCount counts operations of one kind.
+type opCount struct{ total, ok, fail, unknown int }
+
+// storeHistory derives from the history what the result does not list: the leader
+// changes, the fencing rejections, the commit times and the operation counts, in one
+// pass over the events.
 func (v *view) storeHistory() {
-	invokes := map[string]*history.Event{}
-	answered := map[string]bool{}
+	v.opCounts = map[history.Kind]*opCount{}
+	count := func(k history.Kind) *opCount {
+		c := v.opCounts[k]
+		if c == nil {
+			c = &opCount{}
+			v.opCounts[k] = c
+		}
+		return c
+	}
+	// pending holds the operations in flight (a node has few, so the map stays small
+	// however long the run); unanswered the commits that never had an ok or a fail.
+	pending := map[string]int{}
+	unanswered := map[string]history.Event{}
 	cur, curNode, lastOld := int64(math.MinInt64), "", int64(0)
-	for i := range v.run.Events {
-		e := &v.run.Events[i]
-		if e.Kind != history.KindCommit {
+	evs := v.run.Events
+	for i := range evs.Len() {
+		e := evs.At(i)
+		switch {
+		case e.Kind == history.KindFault:
+			continue
+		case e.Kind == history.KindStepDown:
+			count(e.Kind).total++
+			continue
+		case e.Type == history.Invoke:
+			pending[e.ID] = i
+			count(e.Kind).total++
 			continue
 		}
-		if e.Type == history.Invoke {
-			invokes[e.ID] = e
+		j, ok := pending[e.ID]
+		if !ok {
 			continue
 		}
-		inv := invokes[e.ID]
-		if inv == nil {
-			continue
+		delete(pending, e.ID)
+		inv := evs.At(j)
+		switch e.Type {
+		case history.OK:
+			count(inv.Kind).ok++
+		case history.Fail:
+			count(inv.Kind).fail++
+		default:
+			count(inv.Kind).unknown++
+			if inv.Kind == history.KindCommit {
+				unanswered[e.ID] = inv
+			}
 		}
-		if e.Type == history.OK || e.Type == history.Fail {
-			answered[e.ID] = true
+		if e.Kind != history.KindCommit || inv.Kind != history.KindCommit {
+			continue
 		}
 		switch {
 		case e.Type == history.OK:
@@ -218,6 +260,13 @@ func (v *view) storeHistory() {
 		case e.Type == history.Fail && e.Error == history.ErrStaleToken:
 			v.rejections = append(v.rejections, rejection{At: e.Time, Node: inv.Node, Op: inv.ID, Token: inv.Token,
 				From: inv.From, To: inv.To, SeenBy: "node"})
+		}
+	}
+	for id, j := range pending { // no completion: unknown
+		inv := evs.At(j)
+		count(inv.Kind).unknown++
+		if inv.Kind == history.KindCommit {
+			unanswered[id] = inv
 		}
 	}
 	// Windows by change, so that a run of 100,000 changes is not quadratic; the first
@@ -250,7 +299,7 @@ func (v *view) storeHistory() {
 			if _, dup := storeTok[a.Op]; !dup {
 				storeTok[a.Op] = maxTok
 			}
-			if inv := invokes[a.Op]; inv != nil && !answered[a.Op] {
+			if inv, ok := unanswered[a.Op]; ok {
 				v.rejections = append(v.rejections, rejection{At: inv.Time, Node: inv.Node, Op: inv.ID, Token: inv.Token,
 					From: inv.From, To: inv.To, SeenBy: "audit"})
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,33 @@ func WriteWithOptions(run *history.Run, res *checker.Result, opts Options) error
 	if err != nil {
 		return err
 	}
+	return v.write(opts)
+}
+
+// ErrSummary wraps an error of writing the summary to its writer, after the report
+// files were written.
+var ErrSummary = errors.New("reports: summary not written")
+
+// WriteAndSummarize is Write followed by Summary to w, deriving what they show from the
+// run once: on a long run that derivation is most of a report's cost. A failure to
+// write the files is returned before anything is printed; a failure to print the
+// summary wraps ErrSummary.
+func WriteAndSummarize(w io.Writer, run *history.Run, res *checker.Result) error {
+	v, err := newView(run, res)
+	if err != nil {
+		return err
+	}
+	if err := v.write(Options{}); err != nil {
+		return err
+	}
+	if err := v.summary(w); err != nil {
+		return fmt.Errorf("%w: %v", ErrSummary, err)
+	}
+	return nil
+}
+
+func (v *view) write(opts Options) error {
+	run := v.run
 	if run.Dir == "" {
 		return fmt.Errorf("reports: run has no directory")
 	}

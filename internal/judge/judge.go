@@ -57,12 +57,11 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		}
 		return exitcode.Usage, nil
 	}
-	if err := reports.Write(run, res); err != nil {
+	if err := reports.WriteAndSummarize(stdout, run, res); err != nil {
 		fmt.Fprintf(stderr, "fenceline: report: %v\n", err)
-		return exitcode.Unknown, res
-	}
-	if err := reports.Summary(stdout, run, res); err != nil {
-		fmt.Fprintf(stderr, "fenceline: summary: %v\n", err)
+		if !errors.Is(err, reports.ErrSummary) {
+			return exitcode.Unknown, res
+		}
 	}
 	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
 	// The report's rule, not the checker's bare verdict: an interrupted run is unknown.
