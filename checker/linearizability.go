@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -459,6 +460,7 @@ func linearizability(ctx context.Context, p *parsed, opts Options) (cr CheckResu
 			cr.Verdict = Invalid
 			cr.Message = fmt.Sprintf("not linearizable: %s (porcupine's verdict on the pieces: %s). %s", why, lr.verdict, cr.Message)
 			cr.Offending = nil
+			cr.Visualization = ""
 			cr.FirstViolation = p.runEnd()
 			for k := range blamed {
 				cr.Offending = append(cr.Offending, "cannot be linearized: "+p.describeLin(&blamed[k]))
@@ -466,6 +468,7 @@ func linearizability(ctx context.Context, p *parsed, opts Options) (cr CheckResu
 					cr.FirstViolation = min(cr.FirstViolation, l.ret)
 				}
 			}
+			explainChain(p, ops, lr, blamed, opts, &cr)
 		case chain == Valid && lr.verdict == Invalid:
 			cr.Message += " (the chain decision found it linearizable: the two disagree)"
 		}
@@ -553,8 +556,18 @@ func explainIllegal(p *parsed, ops []linOp, lr *linResult, opts Options, cr *Che
 	if opts.OutDir == "" {
 		return
 	}
+	info.AddAnnotations(p.faultAnnotations(sops[0].call, lastReturn(sops)))
+	name := fmt.Sprintf("linearizability-piece-%d.html", lr.illegal)
+	if err := porcupine.VisualizePath(model, info, filepath.Join(opts.OutDir, name)); err != nil {
+		cr.Message += fmt.Sprintf(" (visualization not written: %v)", err)
+		return
+	}
+	cr.Visualization = name
+}
+
+// faultAnnotations marks the faults that overlap [lo, hi] on a visualization.
+func (p *parsed) faultAnnotations(lo, hi int64) []porcupine.Annotation {
 	var anns []porcupine.Annotation
-	lo, hi := sops[0].call, lastReturn(sops)
 	for _, f := range p.faults {
 		end := f.heal
 		if end == 0 {
@@ -572,13 +585,119 @@ func explainIllegal(p *parsed, ops []linOp, lr *linResult, opts Options, cr *Che
 			BackgroundColor: "#f6c8c8",
 		})
 	}
-	info.AddAnnotations(anns)
-	name := fmt.Sprintf("linearizability-piece-%d.html", lr.illegal)
-	if err := porcupine.VisualizePath(model, info, filepath.Join(opts.OutDir, name)); err != nil {
+	return anns
+}
+
+// The windows explainChain tries: the largest sound sub-piece it shows whole, and the
+// neighbours on each side of the blamed operation, fewer at each attempt.
+const chainWindow = 200
+
+var chainNeighbours = []int{16, 8, 4, 2, 0}
+
+// chainVisualization is the file explainChain writes into Options.OutDir.
+const chainVisualization = "linearizability-violation.html"
+
+// explainChain gives a violation that the chain decision proved, and that porcupine did
+// not confirm (a piece too large, or out of time), porcupine's view of a small piece
+// around it. Porcupine is slowest on exactly these histories (to call one illegal it
+// must rule out every order), so it tries, each for a bounded time: the smallest sound
+// sub-piece holding every blamed operation, when it is small; then the operations
+// around the blamed one invoked last, fewer each time, from the state after the last
+// commit accepted before them (a guess: no sound cut is there). What porcupine made of
+// the window it shows (illegal, linearizable, or not finished: then the visualization
+// holds its partial linearizations) is said in the message, and so is a visualization
+// that was not written.
+func explainChain(p *parsed, ops []linOp, lr *linResult, blamed []linOp, opts Options, cr *CheckResult) {
+	var at []int // positions of the blamed operations in ops, which checkLinearizable reordered
+	for k := range blamed {
+		for i := range ops {
+			if ops[i].src == blamed[k].src {
+				at = append(at, i)
+				break
+			}
+		}
+	}
+	if len(at) == 0 || len(lr.pieces) == 0 {
+		cr.Message += ". No visualization: the chain decision names no operation to show."
+		return
+	}
+	slices.Sort(at)
+	first, last := at[0], at[len(at)-1]
+	k := sort.Search(len(lr.pieces), func(k int) bool { return lr.pieces[k].hi > last })
+	pc := lr.pieces[k]
+	sub := pc
+	forEachCut(ops[pc.lo:pc.hi], pc.init, func(s piece) {
+		if s.lo+pc.lo <= last && last < s.hi+pc.lo {
+			sub = piece{lo: s.lo + pc.lo, hi: s.hi + pc.lo, init: s.init}
+		}
+	})
+	type window struct {
+		lo, hi int
+		init   regState
+		from   string
+	}
+	var tries []window
+	if sub.lo <= first && sub.hi-sub.lo <= chainWindow {
+		tries = append(tries, window{sub.lo, sub.hi, sub.init, "where the sound sub-piece holding them starts"})
+	}
+	for _, n := range chainNeighbours {
+		w := window{lo: max(sub.lo, last-n), hi: min(sub.hi, last+n+1), init: sub.init, from: "where the sound sub-piece holding them starts"}
+		if w.lo > sub.lo {
+			w.from = "the sub-piece's initial state: no commit accepted before them in it"
+			best := -1
+			for j := sub.lo; j < w.lo; j++ {
+				if o := &ops[j]; o.commit && o.out == outOK && o.ret < ops[w.lo].call && (best < 0 || o.b > ops[best].b) {
+					best = j
+				}
+			}
+			if best >= 0 {
+				w.init, w.from = regState{cursor: ops[best].b, token: ops[best].token}, "after the last commit accepted before them, a guess: no sound cut is there"
+			}
+		}
+		tries = append(tries, w)
+	}
+	timeout := min(opts.PieceTimeout, 2*time.Second)
+	var (
+		res   porcupine.CheckResult
+		info  porcupine.LinearizationInfo
+		model porcupine.Model
+		w     window
+	)
+	for _, w = range tries {
+		sops := ops[w.lo:w.hi]
+		model = registerModel(w.init, func(meta any) string {
+			if i, ok := meta.(int); ok && i >= 0 && i < len(sops) {
+				return p.describeLin(&sops[i])
+			}
+			return ""
+		})
+		if res, info = porcupine.CheckOperationsVerbose(model, toPorcupine(sops), timeout); res != porcupine.Unknown {
+			break
+		}
+	}
+	sops := ops[w.lo:w.hi]
+	if !strings.HasSuffix(cr.Message, ".") {
+		cr.Message += "."
+	}
+	shown := fmt.Sprintf("%d operations from %s to %s around them, from cursor=%d token=%d (%s)",
+		len(sops), p.t(sops[0].call), p.t(lastReturn(sops)), w.init.cursor, w.init.token, w.from)
+	switch res {
+	case porcupine.Illegal:
+		cr.Message += " Porcupine finds the " + shown + " not linearizable."
+	case porcupine.Ok:
+		cr.Message += " Porcupine linearizes the " + shown + ": the violation reaches beyond them."
+	default:
+		cr.Message += fmt.Sprintf(" Porcupine did not finish even the %s within %v: the visualization shows the partial linearizations it found.", shown, timeout)
+	}
+	if opts.OutDir == "" {
+		return
+	}
+	info.AddAnnotations(p.faultAnnotations(sops[0].call, lastReturn(sops)))
+	if err := porcupine.VisualizePath(model, info, filepath.Join(opts.OutDir, chainVisualization)); err != nil {
 		cr.Message += fmt.Sprintf(" (visualization not written: %v)", err)
 		return
 	}
-	cr.Visualization = name
+	cr.Visualization = chainVisualization
 }
 
 // blockers finds, from porcupine's longest partial linearization, the operations that
