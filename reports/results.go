@@ -311,7 +311,13 @@ func WriteResults(w io.Writer, run *history.Run, res *checker.Result) error {
 // writeFullJSON writes r gzipped, without indentation (it is for programs). The gzip
 // header carries no time or name, so the bytes depend only on r.
 func writeFullJSON(w io.Writer, r *Results) error {
-	zw := gzip.NewWriter(w)
+	// The fastest level: the lists of a long register run are tens of megabytes of JSON,
+	// which the default level takes most of a second to compress, for a file a fifth
+	// smaller (measured: 2.25 MB against 2.75 MB for 327,000 overlaps).
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
 	if err := json.NewEncoder(zw).Encode(r); err != nil {
 		return err
 	}

@@ -60,6 +60,41 @@ func (tl *timeline) thin(bs []box, what string) []box {
 	return out
 }
 
+// item is a box yet to be made: where it is drawn, and the index of what it draws.
+type item struct {
+	x, w float64
+	i    int
+}
+
+// thinItems is thin for boxes that mk makes from items: only the boxes drawn are made,
+// so that a lane of a long register run (hundreds of thousands of terms or overlaps,
+// nearly all merged) does not format a tooltip for each.
+func (tl *timeline) thinItems(items []item, what string, mk func(item) box) []box {
+	if len(items) <= maxBoxesPerRow {
+		out := make([]box, len(items))
+		for k, it := range items {
+			out[k] = mk(it)
+		}
+		return out
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.x, b.x) })
+	groups := tl.buckets(len(items), func(k int) float64 { return items[k].x })
+	out := make([]box, 0, len(groups))
+	for _, g := range groups {
+		b := mk(items[g[0]])
+		if g[1]-g[0] > 1 {
+			end := b.X + b.W
+			for _, it := range items[g[0]+1 : g[1]] {
+				end = max(end, it.x+it.w)
+			}
+			b.W, b.Label = end-b.X, ""
+			b.Title = tl.mergedTitle(g[1]-g[0], what, b.X, end)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // merge draws the boxes bs as one box spanning them all, in the first one's style.
 func (tl *timeline) merge(bs []box, what string) box {
 	m := bs[0]
@@ -71,9 +106,14 @@ func (tl *timeline) merge(bs []box, what string) box {
 		end = max(end, b.X+b.W)
 	}
 	m.W, m.Label = end-m.X, ""
-	m.Title = fmt.Sprintf("%d %s between %s and %s, drawn as one at this scale (the tables and results list them)",
-		len(bs), what, tl.timeAt(m.X), tl.timeAt(end))
+	m.Title = tl.mergedTitle(len(bs), what, m.X, end)
 	return m
+}
+
+// mergedTitle is the tooltip of n boxes drawn as one from x to end.
+func (tl *timeline) mergedTitle(n int, what string, x, end float64) string {
+	return fmt.Sprintf("%d %s between %s and %s, drawn as one at this scale (the tables and results list them)",
+		n, what, tl.timeAt(x), tl.timeAt(end))
 }
 
 // thinWindows is thin for the failover windows (a span and its gap each).

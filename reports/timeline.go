@@ -188,20 +188,24 @@ func (v *view) timeline() *timeline {
 	tl.LanesTop = y
 	for _, n := range v.nodes {
 		ln := lane{Node: n, Y: y, H: laneH, Title: n + ": follower unless marked"}
-		for _, t := range v.res.Terms {
-			if t.Node != n {
-				continue
+		var items []item
+		for i, t := range v.res.Terms {
+			if t.Node == n {
+				bx, bw := span(t.Start, t.End)
+				items = append(items, item{bx, bw, i})
 			}
-			bx, bw := span(t.Start, t.End)
+		}
+		ln.Leader = tl.thinItems(items, "leadership terms", func(it item) box {
+			t := v.res.Terms[it.i]
 			fill := "#2f9e62"
 			if t.Token%2 == 0 {
 				fill = "#4cb87c"
 			}
 			title := fmt.Sprintf("%s leads with token %d from %s to %s (%s; ended by %s); %d commits accepted",
 				n, t.Token, v.at(t.Start), v.at(t.End), dur(time.Duration(t.End-t.Start)), orDash(t.EndReason), t.Commits)
-			ln.Leader = append(ln.Leader, box{X: bx, Y: y, W: bw, H: laneH, Fill: fill, Class: "leader",
-				Label: fits(fmt.Sprintf("t%d", t.Token), bw), Title: title})
-		}
+			return box{X: it.x, Y: y, W: it.w, H: laneH, Fill: fill, Class: "leader",
+				Label: fits(fmt.Sprintf("t%d", t.Token), it.w), Title: title}
+		})
 		for _, f := range v.faults {
 			cond := condition(f.Kind)
 			if f.Target != n || cond == "" || f.Failed {
@@ -216,15 +220,19 @@ func (v *view) timeline() *timeline {
 			ln.Conditions = append(ln.Conditions, box{X: bx, Y: y, W: bw, H: laneH, Class: "cond " + conditionClass(cond),
 				Label: fits(cond, bw), Title: fmt.Sprintf("%s %s from %s to %s (%s)", n, cond, v.at(f.Inject), v.at(end), f.Kind)})
 		}
-		for _, o := range v.res.Overlaps {
-			if o.NodeA != n && o.NodeB != n {
-				continue
+		items = items[:0]
+		for i, o := range v.res.Overlaps {
+			if o.NodeA == n || o.NodeB == n {
+				bx, bw := span(o.Start, o.End)
+				items = append(items, item{bx, bw, i})
 			}
-			bx, bw := span(o.Start, o.End)
-			ln.Overlaps = append(ln.Overlaps, box{X: bx, Y: y, W: bw, H: 4, Class: "overlap",
-				Title: fmt.Sprintf("%s (token %d) and %s (token %d) both believed they led for %s from %s",
-					o.NodeA, o.TokenA, o.NodeB, o.TokenB, dur(o.Duration), v.at(o.Start))})
 		}
+		ln.Overlaps = tl.thinItems(items, "leadership overlaps", func(it item) box {
+			o := v.res.Overlaps[it.i]
+			return box{X: it.x, Y: y, W: it.w, H: 4, Class: "overlap",
+				Title: fmt.Sprintf("%s (token %d) and %s (token %d) both believed they led for %s from %s",
+					o.NodeA, o.TokenA, o.NodeB, o.TokenB, dur(o.Duration), v.at(o.Start))}
+		})
 		tl.Lanes = append(tl.Lanes, ln)
 		y += laneH + laneGap
 	}
