@@ -72,7 +72,7 @@ bench: check-deps
 bench-checker: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_RUN=$$d/run FENCELINE_OPS=1000000 $(GO) test -count=1 -run TestWriteBigRun ./checker/ >/dev/null && \
-	/usr/bin/time -f '1M-operation history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f '1M-operation history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 # bench-checker-coarse times `fenceline check` on a simulated register-workload run of
 # 236,000 operations (8 clients) whose timestamps are rounded to 16 ms, as a node with a
@@ -80,7 +80,7 @@ bench-checker: build
 bench-checker-coarse: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_COARSE_RUN=$$d/run FENCELINE_OPS=236000 $(GO) test -count=1 -run TestWriteCoarseRun ./checker/ >/dev/null && \
-	/usr/bin/time -f 'coarse-clock register history: %e s wall, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
