@@ -40,7 +40,12 @@
 //   - cursor monotonic: the cursor never moves backwards, in the audit's order nor in
 //     real time, and the store never accepted a commit expecting another cursor;
 //   - progress: a commit invoked after the final heal was accepted within a bound;
-//   - audit consistency: the nodes' records of their commits agree with the audit.
+//   - audit consistency: the nodes' records of their commits agree with the audit;
+//   - lease exclusion: every interval in which two nodes believed they led, longer than
+//     the drift margin (lease TTL/20), is explained by a pause or clock fault of the
+//     earlier leader (or by Redis losing the lease, or a stalled elector);
+//   - unexplained leader change: every handover before the final heal follows a fault;
+//   - failover budget (only with Options.Budgets): no window statistic over budget.
 //
 // It also measures, without judging: the leadership terms and the intervals in which
 // two nodes each believed they led; leader changes; fencing rejections; and failover

@@ -2,11 +2,13 @@
 //
 // One small type per fault kind, each able to inject and to heal, acting on a Cluster —
 // the small interface this package defines for what the faults need (processes, clocks,
-// the links to Redis, Redis's process; ctx on every call), which every backend's
+// the links to Redis, Redis's process, the nodes' failpoints; ctx on every call), which every backend's
 // cluster.Cluster satisfies — so that every fault runs unchanged on every backend. A Schedule of
 // faults is generated from a seed: the same seed and options give the same schedule
 // (which node is the leader when a fault fires is up to the run, so the resolved target
-// is not part of the schedule, only the rule "leader" or "node k").
+// is not part of the schedule, only the rule "leader" or "node k"). The failpoint
+// faults (failpoint.go) always aim at the leader, and arm failpoints that stall it at
+// the moment that matters rather than wherever a random signal lands.
 //
 // The package knows nothing of checking: it only acts, and says what it did.
 package nemesis
