@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/exitcode"
 )
 
 // A replay needs a stored run with its schedule, and takes that run's settings: a
@@ -46,7 +47,9 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		t.Helper()
 		o := filepath.Join(out, args[len(args)-1])
 		code, _, stderr := runCmd(append([]string{"chaos", "--quiet", "--binary", bin, "--out", o}, args[:len(args)-1]...)...)
-		if code != exitOK {
+		// The verdict is not this test's business (nodes built with -race on a loaded
+		// machine can miss a deadline); a run completed and judged is.
+		if code != exitOK && code != exitcode.Invalid {
 			t.Fatalf("fenceline chaos %v: exit %d\n%s", args, code, stderr)
 		}
 		dir, err := filepath.EvalSymlinks(filepath.Join(o, "latest"))
@@ -55,7 +58,7 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		}
 		return dir
 	}
-	orig := run("--duration", "5s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "500ms", "first")
+	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "first")
 	again := run("--replay", orig, "second")
 	read := func(dir, name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
