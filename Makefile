@@ -18,7 +18,7 @@ LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 BUDGET    ?=
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak targets
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak targets topologies
 
 all: build
 
@@ -127,6 +127,14 @@ soak: check-deps build
 targets: check-deps build
 	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
 	  --out reports/targets --table reports/targets.md
+
+# topologies runs the reference on each Redis topology (single, sentinel) with each
+# mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once, and
+# writes the table to reports/topologies.md (the runs stay in reports/topologies/).
+PARALLEL ?= 1
+topologies: check-deps build
+	$(CHAOS_BIN) topologies --seeds $(SEEDS) --duration $(DURATION) --parallel $(PARALLEL) \
+	  --out reports/topologies --md reports/topologies.md
 
 clean:
 	rm -rf $(BIN) docker/build

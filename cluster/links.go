@@ -62,13 +62,17 @@ func (l *Links) CreateProxy(ctx context.Context, name, listen, upstream string) 
 
 // AddRedisToxic adds t to node id's link to Redis.
 func (l *Links) AddRedisToxic(ctx context.Context, id string, t Toxic) error {
+	return l.AddToxic(ctx, RedisProxyName(id), t)
+}
+
+// AddToxic adds t to proxy p.
+func (l *Links) AddToxic(ctx context.Context, p string, t Toxic) error {
 	if t.Toxicity == 0 {
 		t.Toxicity = 1
 	}
 	if t.Attributes == nil {
 		t.Attributes = map[string]any{}
 	}
-	p := RedisProxyName(id)
 	if err := l.do(ctx, http.MethodPost, "/proxies/"+url.PathEscape(p)+"/toxics", t, nil, http.StatusOK); err != nil {
 		return fmt.Errorf("cluster: add toxic %s to %s: %w", t.Name, p, err)
 	}
@@ -78,7 +82,12 @@ func (l *Links) AddRedisToxic(ctx context.Context, id string, t Toxic) error {
 // RemoveRedisToxics removes the named toxics from node id's link to Redis; a toxic that
 // is not there is not an error.
 func (l *Links) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
-	p := RedisProxyName(id)
+	return l.RemoveToxics(ctx, RedisProxyName(id), names...)
+}
+
+// RemoveToxics removes the named toxics from proxy p; a toxic that is not there is not
+// an error.
+func (l *Links) RemoveToxics(ctx context.Context, p string, names ...string) error {
 	var errs []error
 	for _, n := range names {
 		err := l.do(ctx, http.MethodDelete, "/proxies/"+url.PathEscape(p)+"/toxics/"+url.PathEscape(n), nil, nil, http.StatusNoContent)

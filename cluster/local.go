@@ -39,7 +39,9 @@ type LocalConfig struct {
 type Local struct {
 	cfg   LocalConfig
 	log   *slog.Logger
-	redis *redisserver.Server
+	redis *redisserver.Server // the single topology's Redis
+	// sentinel runs the sentinel topology instead (redis is then nil).
+	sentinel *sentinelSet
 
 	toxi     *toxiproxyserver.ApiServer
 	toxiHTTP *http.Server
@@ -61,8 +63,11 @@ type localNode struct {
 	control string // host:port of the control endpoint
 	redis   string // its redis proxy's listen address
 	source  string // its source URL through its proxy
-	proc    *process
-	paused  bool
+	// redisArgs are the node's arguments for a replicated topology: its Sentinels
+	// and its proxies to the data nodes (see sentinelSet.nodeArgs).
+	redisArgs []string
+	proc      *process
+	paused    bool
 }
 
 var _ Cluster = (*Local)(nil)
@@ -94,14 +99,18 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 		}
 	}()
 
-	l.redis, err = redisserver.Start(ctx, redisserver.Options{
-		Dir:           filepath.Join(cfg.Dir, "redis"),
-		NoPersistence: cfg.NoPersistence,
-	})
-	if err != nil {
+	if err := l.startToxiproxy(); err != nil {
 		return nil, err
 	}
-	if err := l.startToxiproxy(); err != nil {
+	if cfg.Redis.Topology == TopologySentinel {
+		l.sentinel, err = startSentinelSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis)
+	} else {
+		l.redis, err = redisserver.Start(ctx, redisserver.Options{
+			Dir:           filepath.Join(cfg.Dir, "redis"),
+			NoPersistence: cfg.NoPersistence,
+		})
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := l.startSource(ctx); err != nil {
@@ -109,7 +118,14 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	}
 	for _, id := range l.ids {
 		n := &localNode{id: id}
-		rp, err := l.links.CreateProxy(ctx, RedisProxyName(id), "127.0.0.1:0", l.redis.Addr())
+		var rp string
+		if l.sentinel != nil {
+			// The node never dials --redis: its Sentinels tell it where the primary is.
+			rp = "127.0.0.1:1"
+			n.redisArgs, err = l.sentinel.nodeArgs(ctx, id)
+		} else {
+			rp, err = l.links.CreateProxy(ctx, RedisProxyName(id), "127.0.0.1:0", l.redis.Addr())
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +201,7 @@ func (l *Local) StartNode(ctx context.Context, id string) error {
 	_ = os.Remove(addrFile)
 	histPath := filepath.Join(l.cfg.Dir, history.HistoryDir, id+".jsonl")
 	logPath := filepath.Join(l.cfg.Dir, history.LogsDir, id+".log")
-	bin, args, env := l.cfg.Binary, l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath), []string(nil)
+	bin, args, env := l.cfg.Binary, append(l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath), n.redisArgs...), []string(nil)
 	if c := l.cfg.Node.Cmd; c != "" {
 		// exec: the shell becomes the node, so that signals (stop, kill, pause) reach it.
 		bin, args = "/bin/sh", []string{"-c", "exec " + c}
@@ -348,34 +364,95 @@ func (l *Local) control(id string) (string, error) {
 	return n.control, nil
 }
 
-// KillRedis implements Cluster.
-func (l *Local) KillRedis(ctx context.Context) error { l.redis.Kill(); return nil }
+// ErrTopology is returned (wrapped) for an operation the cluster's Redis topology does
+// not have: a restart of "the" Redis when there are several, a promotion with one.
+var ErrTopology = errors.New("cluster: not in this Redis topology")
 
-// StartRedis implements Cluster.
+// KillRedis implements Cluster. The sentinel topology has no single Redis to kill.
+func (l *Local) KillRedis(ctx context.Context) error {
+	if l.sentinel != nil {
+		return fmt.Errorf("%w: kill Redis (sentinel: use the replicated faults)", ErrTopology)
+	}
+	l.redis.Kill()
+	return nil
+}
+
+// StartRedis implements Cluster: it starts Redis if it is down. In the sentinel
+// topology it starts every data node and Sentinel that is down and waits until the
+// topology settles (ErrUnsettled if it does not within SettleTimeout).
 func (l *Local) StartRedis(ctx context.Context) error {
+	if l.sentinel != nil {
+		if err := l.sentinel.restartDead(ctx); err != nil {
+			return err
+		}
+		return l.sentinel.waitSettled(ctx, SettleTimeout)
+	}
 	if l.redis.PID() != 0 {
 		return nil
 	}
 	return l.redis.Restart(ctx)
 }
 
-// RedisAddr implements Cluster.
-func (l *Local) RedisAddr() string { return l.redis.Addr() }
+// RedisAddr implements Cluster: in the sentinel topology, the primary the Sentinels
+// last announced (see PrimaryAddr for one that is checked).
+func (l *Local) RedisAddr() string {
+	if l.sentinel != nil {
+		return l.sentinel.current().srv.Addr()
+	}
+	return l.redis.Addr()
+}
+
+// PrimaryAddr returns the address of the primary, bypassing every proxy, once the
+// topology has settled (a majority of Sentinels names it, it says it is the primary, and
+// every other data node replicates it); an error wrapping ErrUnsettled if it does not
+// within SettleTimeout. The final read reads from it.
+func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
+	if l.sentinel == nil {
+		return l.redis.Addr(), nil
+	}
+	if err := l.sentinel.waitSettled(ctx, SettleTimeout); err != nil {
+		return "", err
+	}
+	return l.sentinel.current().srv.Addr(), nil
+}
+
+// redisProxies are node id's proxies to Redis: one, or (sentinel) one to each data
+// node and Sentinel, so that a partition cuts the node off from all of them.
+func (l *Local) redisProxies(id string) ([]string, error) {
+	if _, err := l.node(id); err != nil {
+		return nil, err
+	}
+	if l.sentinel != nil {
+		return l.sentinel.nodeProxies(id), nil
+	}
+	return []string{RedisProxyName(id)}, nil
+}
 
 // AddRedisToxic implements Cluster.
 func (l *Local) AddRedisToxic(ctx context.Context, id string, t Toxic) error {
-	if _, err := l.node(id); err != nil {
+	ps, err := l.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return l.links.AddRedisToxic(ctx, id, t)
+	for _, p := range ps {
+		if err := l.links.AddToxic(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RemoveRedisToxics implements Cluster.
 func (l *Local) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
-	if _, err := l.node(id); err != nil {
+	ps, err := l.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return l.links.RemoveRedisToxics(ctx, id, names...)
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, l.links.RemoveToxics(ctx, p, names...))
+	}
+	return errors.Join(errs...)
 }
 
 // ResetLinks implements Cluster.
@@ -422,7 +499,15 @@ func (l *Local) Close(ctx context.Context) error {
 		if l.redis != nil {
 			l.redis.Kill()
 		}
-		l.closeErr = errors.Join(errs...)
+		if l.sentinel != nil {
+			l.sentinel.close()
+			// The promotions the run saw, for the topology table (Redis's own record
+			// is spread over three Sentinel logs).
+			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {
+				l.closeErr = err
+			}
+		}
+		l.closeErr = errors.Join(append(errs, l.closeErr)...)
 	})
 	return l.closeErr
 }

@@ -20,6 +20,47 @@ type Spec struct {
 	NoPersistence bool
 	// SourceRate is the event source's rate in events per second; 0 means unlimited.
 	SourceRate float64
+	// Redis is how Redis runs. Default: one server (TopologySingle).
+	Redis RedisSpec
+}
+
+// Redis topologies.
+const (
+	TopologySingle   = "single"   // one redis-server
+	TopologySentinel = "sentinel" // a primary, two replicas, three Sentinels
+)
+
+// Topologies lists the Redis topologies.
+func Topologies() []string { return []string{TopologySingle, TopologySentinel} }
+
+// RedisSpec is how Redis runs.
+type RedisSpec struct {
+	// Topology is TopologySingle (default) or TopologySentinel.
+	Topology string
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds) are the data nodes'
+	// min-replicas-to-write and min-replicas-max-lag: a primary with fewer replicas
+	// acknowledging within the lag refuses writes. Default 0 (off); Sentinel only.
+	MinReplicasToWrite, MinReplicasMaxLag int
+}
+
+// Replicated reports whether the topology has replicas (and so faults of its own).
+func (r RedisSpec) Replicated() bool { return r.Topology == TopologySentinel }
+
+// Validate says what is wrong with r.
+func (r RedisSpec) Validate() error {
+	switch r.Topology {
+	case "", TopologySingle:
+		if r.MinReplicasToWrite != 0 {
+			return fmt.Errorf("cluster: min-replicas-to-write needs replicas (topology %s)", TopologySentinel)
+		}
+	case TopologySentinel:
+	default:
+		return fmt.Errorf("cluster: unknown Redis topology %q (single, sentinel)", r.Topology)
+	}
+	if r.MinReplicasToWrite < 0 || r.MinReplicasToWrite > sentinelReplicas || r.MinReplicasMaxLag < 0 {
+		return fmt.Errorf("cluster: min-replicas-to-write %d (0..%d), max lag %ds", r.MinReplicasToWrite, sentinelReplicas, r.MinReplicasMaxLag)
+	}
+	return nil
 }
 
 // NodeOptions are the settings every node of a cluster is started with. Zero values
@@ -47,6 +88,10 @@ type NodeOptions struct {
 	Cmd string
 	// Chaos enables the node's fault hooks (the clock). The harness always sets it.
 	Chaos bool
+	// RedisWait is the node's --redis-wait (WAIT for this many replicas after every
+	// script), RedisWaitTimeout its --redis-wait-timeout. Default 0: no WAIT.
+	RedisWait        int
+	RedisWaitTimeout time.Duration
 }
 
 // Args are the `fenceline node` arguments for node id, reaching Redis and the source at
@@ -89,6 +134,12 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 	}
 	if o.Chaos {
 		a = append(a, "--chaos")
+	}
+	if o.RedisWait > 0 {
+		a = append(a, "--redis-wait", strconv.Itoa(o.RedisWait))
+	}
+	if o.RedisWaitTimeout > 0 {
+		a = append(a, "--redis-wait-timeout", o.RedisWaitTimeout.String())
 	}
 	return a
 }

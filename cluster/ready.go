@@ -30,6 +30,12 @@ func (s Spec) WithDefaults() (Spec, error) {
 	if s.SourceRate < 0 {
 		return s, fmt.Errorf("cluster: source rate %g < 0", s.SourceRate)
 	}
+	if s.Redis.Topology == "" {
+		s.Redis.Topology = TopologySingle
+	}
+	if err := s.Redis.Validate(); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 

@@ -27,11 +27,59 @@ const (
 	FPLateRelease    = "fp-late-release"     // the leader stopped; its release held back 1.25 leases
 	FPReleaseRace    = "fp-release-race"     // the leader stopped; a two-step release stalled between its steps
 	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
+
+	// The faults of a replicated Redis topology (sentinel): they act on its data nodes.
+	RedisFailover       = "redis-failover"        // SIGKILL of the primary; Sentinel promotes a replica
+	RedisSwitchover     = "redis-switchover"      // a planned SENTINEL FAILOVER
+	RedisIsolatePrimary = "redis-isolate-primary" // primary cut off from replicas and Sentinels, not from the nodes
+	ReplicationDelay    = "replication-delay"     // replicas fall behind, then the primary dies: the promotion loses the lag
 )
 
 // Failpoints returns the failpoint fault kinds. The slice is new at each call.
 func Failpoints() []string {
 	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader}
+}
+
+// Replicated returns the fault kinds that need a topology with replicas. The slice is
+// new at each call.
+func Replicated() []string {
+	return []string{RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay}
+}
+
+// singleOnly are the kinds that restart "the" Redis: a topology with several has none.
+var singleOnly = []string{RedisRestart, RedisRestartVolatile}
+
+// ErrTopology is returned (wrapped) for a fault the Redis topology cannot have.
+var ErrTopology = errors.New("fault not available in this Redis topology")
+
+// AllFor returns what `--nemesis all` means for a topology: All, or, with replicas,
+// the node faults and the replicated faults (not the restart of a single Redis).
+func AllFor(replicated bool) []string {
+	if !replicated {
+		return All()
+	}
+	var out []string
+	for _, k := range All() {
+		if !slices.Contains(singleOnly, k) {
+			out = append(out, k)
+		}
+	}
+	return append(out, Replicated()...)
+}
+
+// CheckTopology returns an error wrapping ErrTopology for the first kind the topology
+// cannot have: a replicated fault without replicas, a restart of the single Redis with them.
+func CheckTopology(kinds []string, replicated bool) error {
+	for _, k := range kinds {
+		switch {
+		case !replicated && slices.Contains(Replicated(), k):
+			return fmt.Errorf("%w: %s needs replicas (--redis-topology sentinel)", ErrTopology, k)
+		case replicated && slices.Contains(singleOnly, k):
+			return fmt.Errorf("%w: %s restarts the single Redis (--redis-topology single); with replicas use %s",
+				ErrTopology, k, strings.Join(Replicated(), ", "))
+		}
+	}
+	return nil
 }
 
 // All returns every fault kind that the reference implementation must survive:
@@ -43,8 +91,10 @@ func All() []string {
 
 // Known returns every fault kind. The slice is new at each call. The failpoint faults
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
-// `failpoint`) to add them.
-func Known() []string { return append(append(All(), RedisRestartVolatile), Failpoints()...) }
+// `failpoint`) to add them. Nor are the replicated faults: see AllFor.
+func Known() []string {
+	return append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...)
+}
 
 // IsKnown reports whether kind is a fault kind.
 func IsKnown(kind string) bool { return slices.Contains(Known(), kind) }
@@ -55,14 +105,18 @@ var ErrUnknown = errors.New("unknown fault")
 // ParseList parses a comma-separated list of fault kinds: "all", "none", "partition"
 // (both partition flavours) and "failpoint" (every failpoint fault) are accepted. The result is sorted and without duplicates.
 // An unknown name is an error wrapping ErrUnknown that lists the known ones.
-func ParseList(s string) ([]string, error) {
+func ParseList(s string) ([]string, error) { return ParseListFor(s, false) }
+
+// ParseListFor is ParseList for a topology: "all" is AllFor(replicated), and a kind the
+// topology cannot have is an error wrapping ErrTopology.
+func ParseListFor(s string, replicated bool) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "":
 		case "none":
 		case "all":
-			out = append(out, All()...)
+			out = append(out, AllFor(replicated)...)
 		case "partition":
 			out = append(out, PartitionReset, PartitionBlackhole)
 		case "failpoint":
@@ -75,5 +129,12 @@ func ParseList(s string) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return slices.Compact(out), nil
+	out = slices.Compact(out)
+	if replicated {
+		// Without replicas the check is the caller's (ParseList parses only).
+		if err := CheckTopology(out, true); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

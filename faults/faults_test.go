@@ -29,14 +29,35 @@ func TestParseList(t *testing.T) {
 	}
 }
 
-func TestKnownIsAllPlusVolatileAndFailpoints(t *testing.T) {
+func TestKnownIsAllPlusVolatileFailpointsAndReplicated(t *testing.T) {
 	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
-		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) || len(Known()) != len(All())+1+len(Failpoints()) {
+		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) ||
+		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+1+len(Failpoints())+len(Replicated()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()
 	a[0] = "x"
 	if All()[0] != Kill {
 		t.Fatal("All shares its slice")
+	}
+}
+
+// Where a fault cannot happen, asking for it is an error; "all" means what can.
+func TestTopology(t *testing.T) {
+	if _, err := ParseListFor("kill,redis-failover", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseListFor("redis-restart", true); !errors.Is(err, ErrTopology) {
+		t.Fatalf("redis-restart with replicas: %v, want ErrTopology", err)
+	}
+	if err := CheckTopology([]string{Kill, ReplicationDelay}, false); !errors.Is(err, ErrTopology) {
+		t.Fatalf("replication-delay without replicas: %v, want ErrTopology", err)
+	}
+	all, err := ParseListFor("all", true)
+	if err != nil || slices.Contains(all, RedisRestart) || !slices.Contains(all, RedisIsolatePrimary) || !slices.Contains(all, Pause) {
+		t.Fatalf("all with replicas = %v, %v", all, err)
+	}
+	if single, _ := ParseList("all"); !slices.Equal(single, []string{Clock, Delay, Kill, PartitionBlackhole, PartitionReset, Pause, RedisRestart, Stop}) {
+		t.Fatalf("all without replicas changed: %v", single)
 	}
 }

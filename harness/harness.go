@@ -38,6 +38,8 @@ type Config struct {
 	Workload workloads.Workload
 	// Node are the options each node starts with (lease TTL, variant...).
 	Node cluster.NodeOptions
+	// Redis is how Redis runs. Default: one server.
+	Redis cluster.RedisSpec
 	// Backend names the backend in the run's record ("local", "docker").
 	Backend string
 	// Start starts the cluster's backend.
@@ -224,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	r.log.Info("cluster-starting", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
 	c, err := cfg.Start(ctx, cluster.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
-		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate,
+		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.
@@ -304,6 +306,9 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 		}
 		if err := r.heal(ctx); err != nil {
 			r.log.Warn("fault-heal-failed", slog.String("fault", s.Kind), slog.Any("error", err))
+			if errors.Is(err, nemesis.ErrCannotHeal) {
+				return err
+			}
 		}
 	}
 	return sleepUntil(ctx, end)
@@ -408,7 +413,7 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 	if f := r.mon.failure(); f != nil && !slices.Contains(errs, f) {
 		errs = append(errs, f)
 	}
-	st, err := ReadStore(ctx, r.c.RedisAddr(), r.cfg.Node.Election)
+	st, err := r.readStore(ctx)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("final read: %w", err))
 	} else if err := history.WriteStore(r.cfg.Dir, st); err != nil {
@@ -418,6 +423,21 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(errs...))
 	}
 	return nil
+}
+
+// readStore reads the store's final state from Redis, or, in a replicated topology, from
+// the primary the Sentinels agree on once it has settled (none is an error).
+func (r *runner) readStore(ctx context.Context) (*history.Store, error) {
+	addr := r.c.RedisAddr()
+	if p, ok := r.c.(interface {
+		PrimaryAddr(context.Context) (string, error)
+	}); ok {
+		var err error
+		if addr, err = p.PrimaryAddr(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return ReadStore(ctx, addr, r.cfg.Node.Election)
 }
 
 // waitProgress waits until some node reports a commit it did not report when the wait

@@ -127,6 +127,10 @@ func ByKind(kind string) (Fault, error) {
 		return redisRestartFault{kind: RedisRestartVolatile}, nil
 	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
 		return failpointFault{kind: kind}, nil
+	case RedisFailover, RedisSwitchover, ReplicationDelay:
+		return &promotedFault{kind: kind}, nil
+	case RedisIsolatePrimary:
+		return &promotedFault{kind: kind, uncut: []string{toxicIsolateUp, toxicIsolateDown}}, nil
 	}
 	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", ErrUnknownFault, kind, strings.Join(Known, ", "))
 }
@@ -144,11 +148,12 @@ func ParseList(s string) ([]string, error) { return faults.ParseList(s) }
 // returns every error it met rather than stopping at the first.
 func HealAll(ctx context.Context, c Cluster) error {
 	var errs []error
-	if err := c.StartRedis(ctx); err != nil {
-		errs = append(errs, err)
-	}
+	// Links first: a replicated topology cannot settle while a data node is cut off.
 	if err := c.ResetLinks(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("nemesis: %w", err))
+	}
+	if err := c.StartRedis(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	for _, id := range c.Nodes() {
 		if c.Running(id) {

@@ -103,6 +103,10 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
+		case RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay:
+			// Sentinel needs its down-after (1 s) and an election; the heal waits for
+			// the rest. Sentinel spaces two failovers by twice its failover-timeout (4 s).
+			s.Params.Hold = between(1, 2)
 		}
 		steps = append(steps, s)
 		at += s.Params.Hold + between(1.25, 1.75)

@@ -31,6 +31,10 @@ func (v *view) markdown(b *bytes.Buffer) {
 	vd := v.verdict()
 	fmt.Fprintf(b, "# fenceline run: %s\n\n", strings.ToUpper(verdictMark(vd)))
 	fmt.Fprintf(b, "**%s** %s\n\n", mdText(v.headline()), mdText(v.oneLine()))
+	if why, ok := RedisLostWrites(v.run, v.res); ok {
+		fmt.Fprintf(b, "**%s**: %s. The violations below follow from it: asynchronous replication lost writes in a promotion, not the election (see the README's topologies section).\n\n",
+			RedisLossLabel, mdText(why))
+	}
 	if failing := v.failing(); len(failing) > 0 {
 		title := "Violations"
 		if vd != checker.Invalid {

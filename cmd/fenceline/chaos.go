@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/chaosrun"
@@ -43,6 +44,11 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
+	var redis cluster.RedisSpec
+	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels; local backend)")
+	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
+	fs.IntVar(&redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel: seconds, with --min-replicas-to-write")
+	redisWait := fs.Int("redis-wait", 0, "sentinel: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -63,7 +69,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fenceline chaos: --nemesis is empty: name the faults, all, or none")
 		return exitUsage
 	}
-	kinds, err := faults.ParseList(*nem)
+	kinds, err := faults.ParseListFor(*nem, redis.Replicated())
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
@@ -77,6 +83,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, NodeCmd: *nodeCmd, Out: *out,
 		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps,
+		Redis: redis, RedisWait: *redisWait,
 	}
 	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)

@@ -78,6 +78,15 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		{[]string{"--binary", "/nonexistent/fenceline"}, "not an executable file"},
 		{[]string{"--binary", t.TempDir()}, "not an executable file"},
 		{[]string{"--budget", "kill.p77=1s"}, "--budget: checker: bad budget"},
+		// The Redis faults exist only where Redis has replicas, the restart only where it has none.
+		{[]string{"--nemesis", "kill,redis-failover"}, "redis-failover needs replicas"},
+		{[]string{"--nemesis", "replication-delay", "--redis-topology", "single"}, "replication-delay needs replicas"},
+		{[]string{"--nemesis", "redis-restart", "--redis-topology", "sentinel"}, "redis-restart restarts the single Redis"},
+		{[]string{"--redis-topology", "ring"}, `unknown Redis topology "ring"`},
+		{[]string{"--redis-wait", "1"}, "--redis-wait 1 needs replicas"},
+		{[]string{"--min-replicas-to-write", "1"}, "min-replicas-to-write needs replicas"},
+		{[]string{"--redis-topology", "sentinel", "--min-replicas-to-write", "3"}, "min-replicas-to-write 3"},
+		{[]string{"--redis-topology", "sentinel", "--backend", "docker"}, "local backend only"},
 	} {
 		args := append([]string{"chaos", "--out", out}, tc.args...)
 		code, _, stderr := runCmd(args...)

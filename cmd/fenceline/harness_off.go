@@ -21,6 +21,7 @@ var (
 	runTargets    = chaosBuildOnly("targets")
 	runShrink     = chaosBuildOnly("shrink")
 	runNodeCheck  = chaosBuildOnly("node-check")
+	runTopologies = chaosBuildOnly("topologies")
 )
 
 // chaosBuildOnly is a harness command in a default build: one line saying which binary

@@ -43,6 +43,7 @@ func commands() []command {
 		{"node-check", "check that a node in any language follows the node protocol (--node-cmd)" + chaosOnly, runNodeCheck},
 		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
 		{"shrink", "search a failing run's schedule for a smaller one that still fails" + chaosOnly, runShrink},
+		{"topologies", "run the reference on each Redis topology and mitigation under each Redis fault, in one table" + chaosOnly, runTopologies},
 	}
 }
 

@@ -30,6 +30,7 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.StringVar(&c.ID, "id", "", "instance id, unique among the nodes and stable across restarts (required)")
 	conn := redisconn.Add(fs)
+	conn.AddWait(fs)
 	fs.StringVar(&c.Source, "source", "http://127.0.0.1:8000", "event source URL")
 	fs.StringVar(&c.Election, "election", election.DefaultName, "election name: the hash tag of every key")
 	fs.DurationVar(&c.Lease, "lease-ttl", 2*time.Second, "lease TTL")
@@ -57,6 +58,7 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	err := c.Validate()
 	if err == nil {
 		c.Redis, err = conn.Options()
+		c.RedisTarget = conn.Target
 	}
 	switch {
 	case err != nil:

@@ -229,7 +229,7 @@ func startTLSRedis(t *testing.T, files tlsFiles) string {
 }
 
 // tlsClient is a client of the TLS Redis built by the same code as the node's.
-func tlsClient(t *testing.T, addr string, files tlsFiles, user, password string) *redis.Client {
+func tlsClient(t *testing.T, addr string, files tlsFiles, user, password string) redis.UniversalClient {
 	t.Helper()
 	fs := flag.NewFlagSet("tls", flag.ContinueOnError)
 	conn := redisconn.Add(fs)

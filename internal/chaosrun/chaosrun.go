@@ -26,6 +26,7 @@ import (
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/docker"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/judge"
@@ -65,6 +66,10 @@ type Spec struct {
 	Budget string
 	// Steps, if not nil, is the fault schedule to replay instead of generating one.
 	Steps []nemesis.Step
+	// Redis is how Redis runs (topology, min-replicas-to-write). Default: one server.
+	Redis cluster.RedisSpec
+	// RedisWait is the nodes' --redis-wait (0: none).
+	RedisWait int
 
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
@@ -95,6 +100,21 @@ func (s *Spec) Prepare() error {
 	if _, err := targets.ByName(cmp.Or(s.Target, targets.Reference)); err != nil {
 		return err
 	}
+	if s.Redis.Topology == "" {
+		s.Redis.Topology = cluster.TopologySingle
+	}
+	if err := s.Redis.Validate(); err != nil {
+		return err
+	}
+	if err := faults.CheckTopology(s.Nemeses, s.Redis.Replicated()); err != nil {
+		return err
+	}
+	if s.NodeCmd != "" && s.Redis.Replicated() {
+		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel here", s.Redis.Topology)
+	}
+	if s.RedisWait > 0 && !s.Redis.Replicated() {
+		return fmt.Errorf("--redis-wait %d needs replicas (--redis-topology %s)", s.RedisWait, cluster.TopologySentinel)
+	}
 	if s.Binary == "" {
 		bin, err := os.Executable()
 		if err != nil {
@@ -108,6 +128,9 @@ func (s *Spec) Prepare() error {
 	start, name, err := pickBackend(s.Backend, s.Binary)
 	if err != nil {
 		return err
+	}
+	if name != "local" && s.Redis.Replicated() {
+		return fmt.Errorf("--redis-topology %s runs on the local backend only (not yet on %s)", s.Redis.Topology, name)
 	}
 	if name == "local" {
 		if _, err := exec.LookPath("redis-server"); err != nil {
@@ -131,7 +154,8 @@ func (s *Spec) Prepare() error {
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
-		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd}
+		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
+		RedisWait: s.RedisWait}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -222,7 +246,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps,
+		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)

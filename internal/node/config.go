@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/targets"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	AuditMaxLen int64
 	// Redis are the client options (see election.ClientOptions).
 	Redis *redis.Options
+	// RedisTarget says how the client finds the primary (Sentinels, address map) and
+	// whether each script waits for replicas (WAIT). Optional: zero is one Redis at
+	// Redis.Addr.
+	RedisTarget redisconn.Target
 }
 
 // ErrUsage is wrapped by every error of Validate and Check, and by errors of Run that
@@ -121,6 +126,9 @@ func (c Config) validate() error {
 		if !c.RemoteControl && !isLoopback(c.Control) {
 			return fmt.Errorf("--chaos serves unauthenticated fault hooks on --control %q, which is not a loopback address; use 127.0.0.1, or add --chaos-allow-remote-control", c.Control)
 		}
+	}
+	if err := c.RedisTarget.Validate(); err != nil {
+		return err
 	}
 	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 || c.AuditMaxLen < 0 {
 		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1, --audit-max-len >= 0 and no negative interval (got %v, %d, %d, %d, %v, %v)",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/targets"
@@ -53,7 +54,7 @@ func check(cfg Config) error {
 		return fmt.Errorf("--control: %w", err)
 	}
 	ctl.Close()
-	client := redis.NewClient(cfg.Redis)
+	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
 		if _, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
@@ -140,7 +141,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		}})
 	}
 
-	client := redis.NewClient(cfg.Redis)
+	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
@@ -165,7 +166,8 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		slog.String("variant", cfg.Variant), slog.String("target", cmp.Or(cfg.Target, targets.Reference)),
 		slog.String("workload", cfg.Workload),
 		slog.String("redis", cfg.Redis.Addr), slog.String("redis_user", cfg.Redis.Username),
-		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil))
+		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil),
+		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Int("redis_wait", cfg.RedisTarget.Wait))
 
 	if cfg.Workload == WorkloadRegister {
 		err := runRegister(ctx, cfg, client, rec, st)

@@ -31,6 +31,8 @@ type Flags struct {
 	caFile, certFile, keyFile string
 	serverName                string
 	passwordSet               bool // --redis-password was given (even empty)
+	// Target is how the client finds its Redis (Sentinels, address map, WAIT).
+	Target Target
 }
 
 // Add registers the connection flags on fs. The password's default is never printed: -h
@@ -46,6 +48,7 @@ func Add(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&c.certFile, "redis-tls-cert", "", "PEM client certificate, for Redis's tls-auth-clients (with --redis-tls-key)")
 	fs.StringVar(&c.keyFile, "redis-tls-key", "", "PEM key of --redis-tls-cert")
 	fs.StringVar(&c.serverName, "redis-tls-server-name", "", "name to verify Redis's certificate against (default: the host of --redis)")
+	addTarget(fs, &c.Target)
 	return c
 }
 
@@ -104,13 +107,17 @@ func (c *Flags) tlsOn() bool {
 	return c.tls || c.caFile != "" || c.certFile != "" || c.serverName != ""
 }
 
-// Client returns a go-redis client built from Options. The caller closes it.
-func (c *Flags) Client() (*redis.Client, error) {
+// Client returns a go-redis client built from Options and Target (see NewClient). The
+// caller closes it.
+func (c *Flags) Client() (redis.UniversalClient, error) {
 	opts, err := c.Options()
 	if err != nil {
 		return nil, err
 	}
-	return redis.NewClient(opts), nil
+	if err := c.Target.Validate(); err != nil {
+		return nil, err
+	}
+	return NewClient(opts, c.Target), nil
 }
 
 // Discard silences go-redis's own log lines, for a one-shot command whose error line

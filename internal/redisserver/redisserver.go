@@ -35,6 +35,16 @@ type Options struct {
 	NoPersistence bool
 	// Binary is the redis-server to run. Default: "redis-server" from PATH.
 	Binary string
+	// Sentinel runs a Redis Sentinel (redis-server --sentinel) instead of a data node:
+	// no persistence settings, and Args carry its sentinel directives.
+	Sentinel bool
+	// Config is the first content of the server's config file (redis.conf in Dir),
+	// written when the file does not exist yet: a role (replicaof) or the sentinel
+	// directives, which the server may rewrite later. Command-line settings override it,
+	// so what may change at run time belongs here, not in Args.
+	Config string
+	// Args are more redis-server arguments, after the harness's own.
+	Args []string
 }
 
 // Server is a running (or stopped) redis-server process. Its methods are safe for
@@ -67,6 +77,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, ErrNotInstalled
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
+	// O_EXCL: a restarted server of the same directory keeps what was rewritten into it.
+	if f, err := os.OpenFile(filepath.Join(opts.Dir, "redis.conf"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+		_, werr := f.WriteString(opts.Config)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("redisserver: %w", werr)
+		}
+	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("redisserver: %w", err)
 	}
 	if opts.Port == 0 {
@@ -102,8 +124,13 @@ func (s *Server) PID() int {
 	return s.cmd.Process.Pid
 }
 
+// confFile is the server's own config file. The server always runs from one: Sentinel
+// rewrites its file to persist what it learns, and a data node's file receives the
+// REPLICAOF that Sentinel sends (CONFIG REWRITE), so a restart keeps its role.
+func (s *Server) confFile() string { return filepath.Join(s.opts.Dir, "redis.conf") }
+
 func (s *Server) args() []string {
-	a := []string{
+	a := []string{s.confFile(),
 		"--bind", "127.0.0.1",
 		"--port", strconv.Itoa(s.opts.Port),
 		"--dir", s.opts.Dir,
@@ -112,14 +139,17 @@ func (s *Server) args() []string {
 		"--protected-mode", "no",
 		"--daemonize", "no",
 	}
-	if s.opts.NoPersistence {
-		return append(a, "--appendonly", "no")
+	switch {
+	case s.opts.Sentinel:
+		return append(append(a, "--sentinel"), s.opts.Args...)
+	case s.opts.NoPersistence:
+		return append(append(a, "--appendonly", "no"), s.opts.Args...)
 	}
 	// always, not everysec: with everysec, while a background fsync is slow (a loaded
 	// disk), Redis postpones writing its AOF buffer for up to 2 s and still answers the
 	// clients, so a kill -9 then loses acknowledged writes. Seen in a soak run: six
 	// accepted commits gone after a redis-restart, the cursor back by 50 events.
-	return append(a, "--appendonly", "yes", "--appendfsync", "always")
+	return append(append(a, "--appendonly", "yes", "--appendfsync", "always"), s.opts.Args...)
 }
 
 // Restart starts the server if it is not running (after Kill or Stop) and waits for it

@@ -1,0 +1,48 @@
+//go:build chaos
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/topomatrix"
+)
+
+func runTopologies(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("topologies", flag.ContinueOnError)
+	var cfg topomatrix.Config
+	fs.IntVar(&cfg.Seeds, "seeds", 3, "runs per row: seeds 1..K")
+	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "length of each run's chaos phase")
+	fs.StringVar(&cfg.Out, "out", "reports/topologies", "directory that receives the runs")
+	fs.StringVar(&cfg.Markdown, "md", "", "file that receives the table (default OUT/"+topomatrix.Markdown+")")
+	fs.StringVar(&cfg.Binary, "binary", "", "fenceline binary to run as nodes (default: this executable)")
+	fs.IntVar(&cfg.Parallel, "parallel", 1, "runs at once")
+	only := fs.String("only", "", "run only the rows whose name (topology-mitigation-fault) contains this")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: fenceline topologies [flags]\n\nRuns the reference on each Redis topology, with each mitigation, under each Redis fault,\nand prints one table (also written to --md). Exits 0 when every run\nfinished (an invalid run is the finding, not a failure), 2 for a usage error, 3 when a\nrun could not be completed.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	for _, c := range topomatrix.Cells() {
+		if strings.Contains(topomatrix.CellName(c), *only) {
+			cfg.Cells = append(cfg.Cells, c)
+		}
+	}
+	if len(cfg.Cells) == 0 {
+		fmt.Fprintf(stderr, "fenceline topologies: no row matches --only %q\n", *only)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return topomatrix.Run(ctx, cfg, stdout, stderr)
+}

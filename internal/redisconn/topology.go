@@ -1,0 +1,225 @@
+package redisconn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Target says how the client finds the Redis it writes to, beyond the single address of
+// Options: through Sentinel, with the addresses it is told translated, and whether each
+// write must reach replicas before it counts. The zero value is one Redis at Options.Addr.
+type Target struct {
+	// Sentinels are the Sentinels' addresses (host:port). Empty: no Sentinel, the client
+	// talks to Options.Addr. With Sentinels the client asks them for the primary of
+	// Master and follows a promotion (go-redis FailoverClient).
+	Sentinels []string
+	// Master is the name the Sentinels monitor the primary under. Required with Sentinels.
+	Master string
+	// AddrMap translates a Redis address the client is told (by a Sentinel) into the
+	// address it dials, as a NAT would: Sentinel announces one address per server, and
+	// a client behind its own proxy (the chaos harness gives each node one) or a port
+	// forward reaches it elsewhere. An address not in the map is dialled as told.
+	AddrMap map[string]string
+	// Wait, when positive, sends WAIT Wait WaitTimeout after every script (the
+	// election's acquire, renew, adoption and release, the store's commit), in the same
+	// pipeline and so on the same connection: a script whose writes did not reach Wait
+	// replicas within WaitTimeout returns an error wrapping ErrWaitMissed. The write did
+	// happen on the primary, so its outcome is unknown, never a success. Default 0.
+	Wait int
+	// WaitTimeout bounds each WAIT. Required (> 0) with Wait; it must leave room within
+	// the request deadline of the election (RenewInterval/2 by default).
+	WaitTimeout time.Duration
+}
+
+// ErrWaitMissed is wrapped by the error of a script whose writes reached fewer than
+// Target.Wait replicas within Target.WaitTimeout.
+var ErrWaitMissed = errors.New("redisconn: write not acknowledged by enough replicas")
+
+// Validate says what is wrong with t, in the words of the flags.
+func (t Target) Validate() error {
+	switch {
+	case len(t.Sentinels) > 0 && t.Master == "":
+		return errors.New("--redis-sentinels needs --redis-master")
+	case t.Wait < 0:
+		return fmt.Errorf("--redis-wait %d: want >= 0", t.Wait)
+	case t.Wait > 0 && t.WaitTimeout <= 0:
+		return fmt.Errorf("--redis-wait %d needs --redis-wait-timeout > 0", t.Wait)
+	}
+	for from, to := range t.AddrMap {
+		if _, _, err := net.SplitHostPort(from); err != nil {
+			return fmt.Errorf("--redis-addr-map %q: want host:port=host:port", from)
+		}
+		if _, _, err := net.SplitHostPort(to); err != nil {
+			return fmt.Errorf("--redis-addr-map %q: want host:port=host:port", to)
+		}
+	}
+	for _, s := range t.Sentinels {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return fmt.Errorf("--redis-sentinels %q: want host:port,...", s)
+		}
+	}
+	return nil
+}
+
+// NewClient returns the client for t, built on base (election.ClientOptions plus
+// credentials and TLS; its MaxRetries, timeouts and TLS carry over to every connection,
+// a Sentinel's included). The caller closes it.
+func NewClient(base *redis.Options, t Target) redis.UniversalClient {
+	var c *redis.Client
+	if len(t.Sentinels) == 0 {
+		opts := *base
+		if len(t.AddrMap) > 0 {
+			opts.Dialer = mapDialer(base, t.AddrMap)
+		}
+		c = redis.NewClient(&opts)
+	} else {
+		c = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            t.Master,
+			SentinelAddrs:         t.Sentinels,
+			Dialer:                mapDialer(base, t.AddrMap),
+			Username:              base.Username,
+			Password:              base.Password,
+			MaxRetries:            base.MaxRetries,
+			DialTimeout:           base.DialTimeout,
+			DialerRetries:         base.DialerRetries,
+			ReadTimeout:           base.ReadTimeout,
+			WriteTimeout:          base.WriteTimeout,
+			ContextTimeoutEnabled: base.ContextTimeoutEnabled,
+			PoolSize:              base.PoolSize,
+			TLSConfig:             base.TLSConfig,
+		})
+	}
+	if t.Wait > 0 {
+		c.AddHook(waitHook{c: c, n: t.Wait, timeout: t.WaitTimeout})
+	}
+	return c
+}
+
+// mapDialer dials m[addr] for addr (addr itself when not in m), with base's timeout and
+// TLS. The connection reports addr as its remote address: go-redis's FailoverClient
+// drops the connections to a demoted primary by comparing that address with what
+// Sentinel announced.
+func mapDialer(base *redis.Options, m map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := m[addr]
+		if !ok {
+			to = addr
+		}
+		d := net.Dialer{Timeout: base.DialTimeout}
+		conn, err := d.DialContext(ctx, network, to)
+		if err != nil {
+			return nil, err
+		}
+		if base.TLSConfig != nil {
+			cfg := base.TLSConfig.Clone()
+			if cfg.ServerName == "" {
+				cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			}
+			conn = tls.Client(conn, cfg)
+		}
+		if !ok {
+			return conn, nil
+		}
+		ra, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			return conn, nil
+		}
+		return announcedConn{Conn: conn, remote: ra}, nil
+	}
+}
+
+type announcedConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c announcedConn) RemoteAddr() net.Addr { return c.remote }
+
+// waitHook runs every script in a pipeline with WAIT after it. WAIT counts the replicas
+// that acknowledged the connection's last write, so it must follow the script on the
+// same connection; a script that wrote nothing (an acquire that found the lock held)
+// leaves nothing to wait for and starts no term.
+type waitHook struct {
+	c       *redis.Client
+	n       int
+	timeout time.Duration
+}
+
+func (waitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (waitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h waitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := strings.ToLower(cmd.Name()); n != "evalsha" && n != "eval" {
+			return next(ctx, cmd)
+		}
+		// A pipeline does not pass through ProcessHook again.
+		var wait *redis.Cmd
+		_, _ = h.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_ = p.Process(ctx, cmd)
+			wait = p.Do(ctx, "wait", h.n, h.timeout.Milliseconds())
+			return nil
+		})
+		if cmd.Err() != nil {
+			return cmd.Err()
+		}
+		got, err := wait.Int64()
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: WAIT: %v", ErrWaitMissed, err)
+		case got < int64(h.n):
+			err = fmt.Errorf("%w: %d of %d replicas within %v", ErrWaitMissed, got, h.n, h.timeout)
+		}
+		if err != nil {
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+// addTarget registers the flags of a Target on fs.
+func addTarget(fs *flag.FlagSet, t *Target) {
+	fs.Func("redis-sentinels", "find the primary through these Sentinels (host:port,...) instead of --redis", func(s string) error {
+		t.Sentinels = splitList(s)
+		return nil
+	})
+	fs.StringVar(&t.Master, "redis-master", "", "with --redis-sentinels: the name the Sentinels monitor the primary under")
+	fs.Func("redis-addr-map", "dial TO when a Sentinel announces FROM (FROM=TO,...), as through a NAT", func(s string) error {
+		t.AddrMap = map[string]string{}
+		for _, kv := range splitList(s) {
+			from, to, ok := strings.Cut(kv, "=")
+			if !ok {
+				return fmt.Errorf("%q: want FROM=TO", kv)
+			}
+			t.AddrMap[from] = to
+		}
+		return nil
+	})
+}
+
+// AddWait registers --redis-wait and --redis-wait-timeout on fs, for the node.
+func (c *Flags) AddWait(fs *flag.FlagSet) {
+	fs.IntVar(&c.Target.Wait, "redis-wait", 0, "after every script (acquire, renew, release, commit), WAIT for this many replicas; a miss makes the step fail (its outcome unknown)")
+	fs.DurationVar(&c.Target.WaitTimeout, "redis-wait-timeout", 100*time.Millisecond, "how long each --redis-wait WAIT may take")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

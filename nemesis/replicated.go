@@ -1,0 +1,160 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/faults"
+)
+
+// The faults of a replicated Redis topology. Each acts on the data nodes, not on a node
+// of the election, and its heal waits for what Redis does about it: the promotion, then
+// a settled topology (one primary, the others its replicas, the old primary among them).
+const (
+	RedisFailover       = faults.RedisFailover
+	RedisSwitchover     = faults.RedisSwitchover
+	RedisIsolatePrimary = faults.RedisIsolatePrimary
+	ReplicationDelay    = faults.ReplicationDelay
+)
+
+// Replicated is what the Redis faults need of a cluster with replicas; the local
+// backend's sentinel topology has it. It is found by type assertion: a cluster without
+// it cannot take these faults.
+type Replicated interface {
+	KillPrimary(ctx context.Context) (string, error)
+	Switchover(ctx context.Context) (string, error)
+	CutPrimary(ctx context.Context, toxics ...cluster.Toxic) (string, error)
+	UncutPrimary(ctx context.Context, name string, toxics ...string) error
+	PauseReplicas(ctx context.Context) error
+	ResumeReplicas(ctx context.Context) error
+	WaitPromotion(ctx context.Context, since time.Time, from string) (cluster.Promotion, error)
+	// StartRedis starts what is down and waits until the topology settles.
+	StartRedis(ctx context.Context) error
+}
+
+// ErrCannotHeal is wrapped by a heal that could not bring the cluster back to a state a
+// run can go on from (no promotion, a topology that does not settle): the run ends
+// unknown, with the reason.
+var ErrCannotHeal = errors.New("nemesis: cannot heal")
+
+// Toxics of the replicated faults, on the primary's peer link.
+const (
+	toxicIsolateUp   = "fenceline-isolate-up"
+	toxicIsolateDown = "fenceline-isolate-down"
+)
+
+func replicated(c Cluster) (Replicated, error) {
+	r, ok := c.(Replicated)
+	if !ok {
+		return nil, fmt.Errorf("nemesis: %w: the cluster has no replicas", faults.ErrTopology)
+	}
+	return r, nil
+}
+
+// promotedFault is the common part: what was the primary at injection, and when.
+type promotedFault struct {
+	kind string
+	at   time.Time
+	old  string
+	// uncut are the toxics removed from the old primary's peer link at heal.
+	uncut []string
+}
+
+func (f *promotedFault) Kind() string    { return f.kind }
+func (*promotedFault) TargetsNode() bool { return false }
+
+func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Params) (string, error) {
+	r, err := replicated(c)
+	if err != nil {
+		return "", err
+	}
+	f.at = time.Now()
+	switch f.kind {
+	case RedisFailover:
+		f.old, err = r.KillPrimary(ctx)
+		return "SIGKILL of the primary " + f.old, err
+	case RedisSwitchover:
+		f.old, err = r.Switchover(ctx)
+		return "SENTINEL FAILOVER of the primary " + f.old, err
+	case RedisIsolatePrimary:
+		// A blackhole, not a reset: the Sentinels must see silence, as from a primary
+		// behind a broken switch, and the replicas keep a link that carries nothing.
+		attrs := map[string]any{"timeout": 0}
+		f.old, err = r.CutPrimary(ctx,
+			cluster.Toxic{Name: toxicIsolateUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
+			cluster.Toxic{Name: toxicIsolateDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs})
+		return "primary " + f.old + " cut off from its replicas and the Sentinels; the nodes still reach it", err
+	case ReplicationDelay:
+		// The replicas stop applying the stream while the primary goes on acknowledging
+		// writes; the primary dies while they lag; they resume and one is promoted
+		// without the writes of the lag. (A toxiproxy latency on the replication link
+		// would do the same, but toxiproxy cannot remove a latency toxic that holds a
+		// busy stream: the heal hangs.)
+		lag := ReplicationLag(p)
+		if err := r.PauseReplicas(ctx); err != nil {
+			_ = r.ResumeReplicas(ctx)
+			return "", err
+		}
+		t := time.NewTimer(lag)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		f.old, err = r.KillPrimary(ctx)
+		if rerr := r.ResumeReplicas(ctx); err == nil {
+			err = rerr
+		}
+		return fmt.Sprintf("replicas stopped for %v, then SIGKILL of the primary %s", lag, f.old), err
+	}
+	return "", fmt.Errorf("nemesis: %s is not a replicated fault", f.kind)
+}
+
+// ReplicationLag is how far replication-delay lets the replicas fall behind before the
+// primary dies: 0.5 to 1.5 s of writes.
+func ReplicationLag(p Params) time.Duration {
+	return 500*time.Millisecond + time.Duration(p.Magnitude*float64(time.Second))
+}
+
+func (f *promotedFault) Heal(ctx context.Context, c Cluster, _ string) (string, error) {
+	r, err := replicated(c)
+	if err != nil {
+		return "", err
+	}
+	if f.old == "" {
+		// Never injected (or healed already): only the topology is checked.
+		return "nothing injected", cannotHeal(r.StartRedis(ctx))
+	}
+	// Every one of these faults must end in a promotion: none within the bound is a
+	// Sentinel that cannot do its job, and the run cannot go on as planned.
+	p, err := r.WaitPromotion(ctx, f.at, f.old)
+	if err != nil {
+		if len(f.uncut) > 0 {
+			_ = r.UncutPrimary(ctx, f.old, f.uncut...)
+		}
+		return "no promotion", cannotHeal(err)
+	}
+	what := fmt.Sprintf("%s promoted %v after the fault", p.To, p.Time.Sub(f.at).Round(time.Millisecond))
+	if len(f.uncut) > 0 {
+		if err := r.UncutPrimary(ctx, f.old, f.uncut...); err != nil {
+			return what, err
+		}
+	}
+	healed := time.Now()
+	if err := r.StartRedis(ctx); err != nil {
+		return what, cannotHeal(err)
+	}
+	what += fmt.Sprintf("; %s a replica %v after the heal", f.old, time.Since(healed).Round(time.Millisecond))
+	f.old = ""
+	return what, nil
+}
+
+func cannotHeal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrCannotHeal, err)
+}

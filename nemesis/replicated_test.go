@@ -1,0 +1,64 @@
+package nemesis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/nemesis"
+)
+
+// TestReplicatedFaults: on one sentinel cluster, each Redis fault in turn takes effect
+// (the Sentinels promote a replica away from the primary it hit) and heals (the old
+// primary is a connected replica of the new one), and the nodes elect and commit again.
+func TestReplicatedFaults(t *testing.T) {
+	t.Parallel()
+	c := cluster.StartLocalT(t, cluster.Spec{
+		Nodes: 2, SourceRate: 200, Redis: cluster.RedisSpec{Topology: cluster.TopologySentinel},
+		Node: cluster.NodeOptions{LeaseTTL: lease, Batch: 10},
+	})
+	ctx := context.Background()
+	_, tok := leader(t, c, 0)
+	for _, kind := range faults.Replicated() {
+		before := c.Promotions()
+		primary := c.RedisAddr()
+		f := inject(t, c, kind, nemesis.TargetRedis, nemesis.Params{Magnitude: 0.5})
+		what, err := f.Heal(ctx, c, nemesis.TargetRedis)
+		if err != nil {
+			t.Fatalf("%s: heal: %v", kind, err)
+		}
+		// A loaded machine may add a promotion of its own (a Sentinel that waited
+		// longer than down-after for a PING): the first one must leave the old primary.
+		after := c.Promotions()
+		if len(after) <= len(before) {
+			t.Fatalf("%s: no promotion", kind)
+		}
+		first, cur := after[len(before)], after[len(after)-1].To
+		if c.RedisAddr() == primary {
+			t.Fatalf("%s: the primary is still %s", kind, primary)
+		}
+		r, of, up, err := c.RedisRole(ctx, first.From)
+		if err != nil || r != "slave" || of != cur || !up {
+			t.Fatalf("%s: after the heal the old primary %s is %s of %q (link up %v, %v), want a replica of %s",
+				kind, first.From, r, of, up, err, cur)
+		}
+		t.Logf("%s: %s", kind, what)
+		_, tok = leader(t, c, tok)
+	}
+}
+
+// A replicated fault on a cluster without replicas fails at once and says why.
+func TestReplicatedFaultNeedsReplicas(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 1, false)
+	f, err := nemesis.ByKind(nemesis.RedisFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Inject(context.Background(), c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: time.Second}); !errors.Is(err, cluster.ErrTopology) && !errors.Is(err, faults.ErrTopology) {
+		t.Fatalf("inject redis-failover on a single Redis: %v, want a topology error", err)
+	}
+}
