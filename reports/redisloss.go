@@ -38,14 +38,16 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 	// An adoption (an acquire invoked with the token it takes over) acknowledges a
 	// token a second time by design: only fresh acquires count.
 	adoptions := map[string]bool{}
-	for _, e := range run.Events {
+	for i := range run.Events.Len() {
+		e := run.Events.At(i)
 		if e.Kind == history.KindAcquire && e.Type == history.Invoke && e.Token != 0 {
 			adoptions[e.ID] = true
 		}
 	}
 	holders := map[int64]string{}
 	var maxToken, maxCursor int64
-	for _, e := range run.Events {
+	for i := range run.Events.Len() {
+		e := run.Events.At(i)
 		if e.Type != history.OK {
 			continue
 		}
@@ -76,12 +78,14 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 				written[write{a.To, a.Token}] = true
 			}
 		}
-		for _, e := range run.Events {
+		for i := range run.Events.Len() {
+			e := run.Events.At(i)
 			if e.Kind == history.KindCommit && e.Type == history.OK && !audited[e.ID] {
 				return fmt.Sprintf("commit %s by %s (token %d, cursor %d→%d) was acknowledged, and its audit entry, written in the same script, is not in the final store", e.ID, e.Node, e.Token, e.From, e.To), true
 			}
 		}
-		for _, e := range run.Events {
+		for i := range run.Events.Len() {
+			e := run.Events.At(i)
 			// Every cursor a load returns was written by an accepted commit, audited in
 			// the same script: a cursor and token no audit entry wrote were read, then lost.
 			if e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 && !written[write{e.Cursor, e.Token}] {

@@ -24,11 +24,11 @@ func TestRedisLostWrites(t *testing.T) {
 		res  *checker.Result
 		want string // "" = no label
 	}{
-		{"reissued token", &history.Run{Events: reissued, Faults: failover, Store: store}, invalid, "token 2 was acknowledged to n1 and again to n2"},
-		{"lost read", &history.Run{Events: lostRead, Faults: failover, Store: store}, invalid, "read cursor 40"},
-		{"no Redis fault", &history.Run{Events: reissued, Store: store}, invalid, ""},
-		{"valid run", &history.Run{Events: reissued, Faults: failover, Store: store}, &checker.Result{Verdict: checker.Valid}, ""},
-		{"no evidence", &history.Run{Events: acq("a", "n1", 2), Faults: failover, Store: store}, invalid, ""},
+		{"reissued token", &history.Run{Events: history.Pack(reissued), Faults: failover, Store: store}, invalid, "token 2 was acknowledged to n1 and again to n2"},
+		{"lost read", &history.Run{Events: history.Pack(lostRead), Faults: failover, Store: store}, invalid, "read cursor 40"},
+		{"no Redis fault", &history.Run{Events: history.Pack(reissued), Store: store}, invalid, ""},
+		{"valid run", &history.Run{Events: history.Pack(reissued), Faults: failover, Store: store}, &checker.Result{Verdict: checker.Valid}, ""},
+		{"no evidence", &history.Run{Events: history.Pack(acq("a", "n1", 2)), Faults: failover, Store: store}, invalid, ""},
 	} {
 		why, ok := RedisLostWrites(tc.run, tc.res)
 		if ok != (tc.want != "") || !strings.Contains(why, tc.want) {
