@@ -14,6 +14,7 @@ NEMESIS   ?= all
 SEED      ?= $(shell date +%s)
 BACKEND   ?= local
 WORKLOAD  ?= listener
+STORE     ?= redis
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 BUDGET    ?=
@@ -82,10 +83,11 @@ bench-checker-coarse: build
 	FENCELINE_WRITE_COARSE_RUN=$$d/run FENCELINE_OPS=236000 $(GO) test -count=1 -run TestWriteCoarseRun ./checker/ >/dev/null && \
 	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
-chaos: check-deps build $(if $(filter docker,$(BACKEND)),images)
+chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
 	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT) \
-	  $(if $(BUDGET),--budget $(BUDGET))
+	  $(if $(BUDGET),--budget $(BUDGET)) \
+	  --store $(STORE)
 
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
 # pulled; an image whose inputs did not change is not rebuilt.
@@ -100,12 +102,12 @@ docker-prune:
 # under the same faults and seeds: it fails on any false alarm of the reference and on a
 # detection rate under 95% (about 40 minutes with the defaults).
 SEEDS ?= 3
-validate: check-deps build
+validate: check-deps check-postgres build
 	$(CHAOS_BIN) validate --seeds $(SEEDS) --duration $(DURATION)
 
 # validate-short is the CI version: one seed of every variant (all must be caught), 30 s
 # each: the slowest first violation of `make validate` came at 18 s.
-validate-short: check-deps build
+validate-short: check-deps check-postgres build
 	$(CHAOS_BIN) validate --seeds 1 --duration 30s --variants all
 
 # soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/internal/redisserver"
 )
 
@@ -42,6 +43,7 @@ type Local struct {
 	redis *redisserver.Server // the single topology's Redis
 	// sentinel runs the sentinel topology instead (redis is then nil).
 	sentinel *sentinelSet
+	pg       *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
 
 	toxi     *toxiproxyserver.ApiServer
 	toxiHTTP *http.Server
@@ -66,6 +68,7 @@ type localNode struct {
 	// redisArgs are the node's arguments for a replicated topology: its Sentinels
 	// and its proxies to the data nodes (see sentinelSet.nodeArgs).
 	redisArgs []string
+	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
 	proc      *process
 	paused    bool
 }
@@ -136,6 +139,11 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 		n.redis, n.source = rp, "http://"+sp
 		l.nodes[id] = n
 	}
+	if cfg.Node.Store == StorePostgres {
+		if err := l.startPostgres(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, id := range l.ids {
 		if err := l.StartNode(ctx, id); err != nil {
 			return nil, err
@@ -202,6 +210,9 @@ func (l *Local) StartNode(ctx context.Context, id string) error {
 	histPath := filepath.Join(l.cfg.Dir, history.HistoryDir, id+".jsonl")
 	logPath := filepath.Join(l.cfg.Dir, history.LogsDir, id+".log")
 	bin, args, env := l.cfg.Binary, append(l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath), n.redisArgs...), []string(nil)
+	if n.postgres != "" {
+		args = append(args, "--postgres", n.postgres)
+	}
 	if c := l.cfg.Node.Cmd; c != "" {
 		// exec: the shell becomes the node, so that signals (stop, kill, pause) reach it.
 		bin, args = "/bin/sh", []string{"-c", "exec " + c}
@@ -506,6 +517,9 @@ func (l *Local) Close(ctx context.Context) error {
 			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {
 				l.closeErr = err
 			}
+		}
+		if err := l.closePostgres(); err != nil {
+			errs = append(errs, err)
 		}
 		l.closeErr = errors.Join(append(errs, l.closeErr)...)
 	})

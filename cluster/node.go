@@ -92,6 +92,9 @@ type NodeOptions struct {
 	// script), RedisWaitTimeout its --redis-wait-timeout. Default 0: no WAIT.
 	RedisWait        int
 	RedisWaitTimeout time.Duration
+	// Store is where the nodes keep the cursor: "" (Redis) or "postgres", in which case
+	// the backend runs a PostgreSQL and gives each node its --postgres.
+	Store string
 }
 
 // Args are the `fenceline node` arguments for node id, reaching Redis and the source at
@@ -140,6 +143,9 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 	}
 	if o.RedisWaitTimeout > 0 {
 		a = append(a, "--redis-wait-timeout", o.RedisWaitTimeout.String())
+	}
+	if o.Store != "" {
+		a = append(a, "--store", o.Store)
 	}
 	return a
 }

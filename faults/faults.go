@@ -19,6 +19,8 @@ const (
 	Clock                = "clock"                  // node's injected clock jumped or slowed
 	RedisRestart         = "redis-restart"          // Redis killed and restarted (append-only file on)
 	RedisRestartVolatile = "redis-restart-volatile" // the same without persistence: tokens repeat
+	PostgresRestart      = "postgres-restart"       // PostgreSQL crashed (immediate shutdown) and restarted
+	PartitionPostgres    = "partition-postgres"     // node's PostgreSQL link silently drops data
 
 	// Failpoint faults (a failpoints build): each arms failpoints on the leader, or on
 	// whoever leads next, at a moment that matters. `failpoint` in a list names them all.
@@ -89,11 +91,15 @@ func All() []string {
 	return []string{Kill, Stop, Pause, PartitionReset, PartitionBlackhole, Delay, Clock, RedisRestart}
 }
 
+// Postgres returns the fault kinds of a run whose store is PostgreSQL, which `--nemesis
+// all` adds there. The slice is new at each call.
+func Postgres() []string { return []string{PostgresRestart, PartitionPostgres} }
+
 // Known returns every fault kind. The slice is new at each call. The failpoint faults
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
 // `failpoint`) to add them. Nor are the replicated faults: see AllFor.
 func Known() []string {
-	return append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...)
+	return append(append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...), Postgres()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

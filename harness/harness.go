@@ -320,6 +320,9 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 		return err
 	}
 	target := nemesis.TargetRedis
+	if t, ok := f.(interface{ Target() string }); ok { // a fault of another server
+		target = t.Target()
+	}
 	if f.TargetsNode() {
 		target = r.resolve(ctx, s.Target)
 	}
@@ -414,6 +417,13 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 		errs = append(errs, f)
 	}
 	st, err := r.readStore(ctx)
+	if pg, ok := r.c.(interface{ PostgresURL() string }); ok && err == nil && pg.PostgresURL() != "" {
+		// The cursor and the ledger are in PostgreSQL; the token counter stays Redis's.
+		var pst *history.Store
+		if pst, err = finalread.ReadPostgres(ctx, pg.PostgresURL(), r.cfg.Node.Election); err == nil {
+			pst.TokenCounter, st = st.TokenCounter, pst
+		}
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("final read: %w", err))
 	} else if err := history.WriteStore(r.cfg.Dir, st); err != nil {
@@ -440,8 +450,8 @@ func (r *runner) readStore(ctx context.Context) (*history.Store, error) {
 	return ReadStore(ctx, addr, r.cfg.Node.Election)
 }
 
-// waitProgress waits until some node reports a commit it did not report when the wait
-// began.
+// waitProgress waits until some node reports two commits it did not report when the
+// wait began.
 func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

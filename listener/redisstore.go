@@ -41,7 +41,7 @@ type RedisConfig[E Event] struct {
 // Defaults of RedisConfig.
 const (
 	DefaultStoreTimeout = 2 * time.Second
-	// DefaultAuditMaxLen keeps about the last 100,000 attempts: about 12 MB of Redis
+	// DefaultAuditMaxLen keeps about the last 100,000 attempts: about 7.5 MB of Redis
 	// memory (README, "Audit retention").
 	DefaultAuditMaxLen = 100_000
 	// AuditUnbounded, as RedisConfig.AuditMaxLen, never trims the audit.

@@ -125,6 +125,10 @@ func ByKind(kind string) (Fault, error) {
 		return redisRestartFault{kind: RedisRestart}, nil
 	case RedisRestartVolatile:
 		return redisRestartFault{kind: RedisRestartVolatile}, nil
+	case faults.PostgresRestart:
+		return postgresRestartFault{}, nil
+	case faults.PartitionPostgres:
+		return postgresPartitionFault{}, nil
 	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
 		return failpointFault{kind: kind}, nil
 	case RedisFailover, RedisSwitchover, ReplicationDelay:
@@ -154,6 +158,11 @@ func HealAll(ctx context.Context, c Cluster) error {
 	}
 	if err := c.StartRedis(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if p, ok := c.(PostgresProcess); ok {
+		if err := p.StartPostgres(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, id := range c.Nodes() {
 		if c.Running(id) {

@@ -105,7 +105,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	began := time.Now()
 	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosrun.Outcome {
 		s := base
-		s.Variant, s.Nemeses, s.Seed = p.Variant, p.Faults, p.Seed
+		s.Variant, s.Nemeses, s.Seed, s.Store = p.Variant, p.Faults, p.Seed, p.Store
+		if p.Workload != "" {
+			wl, err := workloads.ByName(p.Workload)
+			if err != nil {
+				return chaosrun.Outcome{Code: exitcode.Usage, RunErr: err}
+			}
+			s.Workload = wl
+		}
 		s.Out = filepath.Join(out, "runs", p.dirName())
 		return s.Run(ctx, io.Discard, stderr)
 	}, stderr)
@@ -173,6 +180,9 @@ type plannedRun struct {
 	Under  string
 	Faults []string
 	Seed   int64
+	// Store and Workload are the Under variant's (see variants.Variant): "" for Redis and
+	// the listener workload.
+	Store, Workload string
 }
 
 // dirName is the directory, under --out/runs, that receives the run directory.
@@ -199,8 +209,8 @@ func planMatrix(vs []variants.Variant, seeds int) ([]plannedRun, error) {
 		}
 		for s := int64(1); s <= int64(seeds); s++ {
 			out = append(out,
-				plannedRun{Variant: v.Name, Under: v.Name, Faults: own, Seed: s},
-				plannedRun{Variant: variants.Reference, Under: v.Name, Faults: refFaults, Seed: s})
+				plannedRun{Variant: v.Name, Under: v.Name, Faults: own, Seed: s, Store: v.Store, Workload: v.Workload},
+				plannedRun{Variant: variants.Reference, Under: v.Name, Faults: refFaults, Seed: s, Store: v.Store, Workload: v.Workload})
 		}
 	}
 	return out, nil

@@ -37,6 +37,7 @@ const (
 	VolatileRedis    = "volatile-redis"
 	UncheckedRelease = "unchecked-release"
 	NoStepDown       = "no-step-down"
+	NoTokenCheck     = "no-token-check"
 )
 
 // Variant describes one design.
@@ -50,27 +51,36 @@ type Variant struct {
 	// lease's mutual exclusion (NonAtomicRelease, UncheckedRelease, NoStepDown), by
 	// lease-exclusion.
 	Unsafe bool
+	// Store is the store its self-validation runs on ("" for Redis, "postgres"), and
+	// Workload its workload ("" for the listener); the reference it is compared with
+	// runs on the same.
+	Store, Workload string
 }
 
 var all = []Variant{
 	{Reference, "the real design: fenced commit in one Lua script, lease with local step-down",
-		faults.All(), false},
+		faults.All(), false, "", ""},
 	{NoFence, "the cursor and effects are written with a plain write, whoever writes last wins; an in-flight write is not abandoned when the term ends",
-		[]string{faults.Delay, faults.FPLateCommit}, true},
+		[]string{faults.Delay, faults.FPLateCommit}, true, "", ""},
 	{ClientCheck, "the writer checks the fence itself: it reads the stored token and cursor in a round trip of its own, ahead of the write (right after its previous commit, while the next batch is fetched), compares, then writes unfenced",
-		[]string{faults.Delay}, true},
+		[]string{faults.Delay}, true, "", ""},
 	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (its nodes start the token counter at 8, so that tokens reach two digits at the first failover)",
-		[]string{faults.Kill, faults.Stop}, true},
+		[]string{faults.Kill, faults.Stop}, true, "", ""},
 	{LeaseOnly, "no fence: the store accepts any write; the leader writes only while its local lease deadline holds",
-		[]string{faults.Delay}, true},
+		[]string{faults.Delay}, true, "", ""},
 	{NonAtomicRelease, "the lease is released with GET then DEL in two round trips, which can delete a newer leader's lock",
-		[]string{faults.FPReleaseRace}, true},
+		[]string{faults.FPReleaseRace}, true, "", ""},
 	{VolatileRedis, "Redis runs without an append-only file, so a restart resets the token counter and tokens repeat",
-		[]string{faults.RedisRestartVolatile}, true},
+		[]string{faults.RedisRestartVolatile}, true, "", ""},
 	{UncheckedRelease, "the lease is released with a plain DEL, without checking that the lock is still ours: a late release deletes a newer leader's lock",
-		[]string{faults.FPLateRelease}, true},
+		[]string{faults.FPLateRelease}, true, "", ""},
 	{NoStepDown, "the leader ignores its local lease deadline and leads until Redis rejects a renewal",
-		[]string{faults.FPLateCommit, faults.PartitionBlackhole}, true},
+		[]string{faults.FPLateCommit, faults.PartitionBlackhole}, true, "", ""},
+	// Register clients hold tokens of their own and reload the cursor after a conflict:
+	// a superseded one then commits at once. A leader's term ends too soon after it is
+	// superseded for the listener workload to show it reliably.
+	{NoTokenCheck, "the fence checks the cursor but not the token (PostgreSQL: the conditional UPDATE without `token <= $token`): a writer whose token was superseded passes once it has reloaded the cursor",
+		[]string{faults.Pause}, true, "postgres", "register"},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v
@@ -134,6 +144,8 @@ func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[s
 	case ClientCheck:
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 		return &clientCheck{redisStore: s}, nil
+	case NoTokenCheck:
+		listener.SetCommitScriptForChaos(s, noTokenCheckScript)
 	}
 	return s, nil
 }
@@ -180,7 +192,10 @@ elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
 end`
 
 var (
-	unfencedScript      = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
+	unfencedScript     = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
+	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if tonumber(ARGV[4]) ~= tonumber(cursor) then
+  result = 'cursor-conflict'
+end`, 1)
 	stringCompareScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if ARGV[3] < stored then
   result = 'stale-token'
 elseif tonumber(ARGV[4]) ~= tonumber(cursor) then

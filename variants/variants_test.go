@@ -111,6 +111,8 @@ func TestStores(t *testing.T) {
 		{StringCompare, 10, 9, false, true},
 		{StringCompare, 9, 10, true, false},
 		{StringCompare, 2, 1, true, false},
+		// The cursor is checked, the token is not: a superseded writer at the cursor passes.
+		{NoTokenCheck, 2, 1, false, true},
 	} {
 		client := election.NewClient(srv.Addr())
 		defer client.Close()

@@ -36,6 +36,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
+	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own, local backend; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	target := fs.String("target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
 	nodeCmd := fs.String("node-cmd", "", "run this command as each node instead of fenceline (any language; docs/node-protocol.md), e.g. 'python3 examples/python-node/node.py'")
@@ -74,6 +75,9 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
 	}
+	if *store == "postgres" && slices.Contains(strings.Split(*nem, ","), "all") {
+		kinds, _ = faults.ParseList(strings.Join(append(kinds, faults.Postgres()...), ","))
+	}
 	wl, err := workloads.ByName(*workload)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
@@ -81,7 +85,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	}
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
-		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, NodeCmd: *nodeCmd, Out: *out,
+		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Store: *store, NodeCmd: *nodeCmd, Out: *out,
 		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps,
 		Redis: redis, RedisWait: *redisWait,
 	}

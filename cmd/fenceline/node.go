@@ -49,6 +49,8 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&c.Variant, "variant", node.Reference, node.VariantHelp())
 	fs.StringVar(&c.Target, "target", targets.Reference, "the election and store to run: a lock library instead of the reference (the unfenced ones need --chaos):"+targets.Describe())
 	fs.StringVar(&c.Workload, "workload", node.WorkloadListener, "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)")
+	fs.StringVar(&c.Store, "store", node.StoreRedis, "where the cursor and the ledger live: redis (next to the lease) or postgres (--postgres)")
+	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL connection URL, for --store postgres (postgres://user@host:port/db)")
 	fs.Int64Var(&c.AuditMaxLen, "audit-max-len", listener.DefaultAuditMaxLen, "keep about this many entries of the store's audit (0: all); a --chaos node keeps all, for the checker")
 	fs.IntVar(&c.Clients, "clients", 3, "register workload: concurrent clients")
 	check := fs.Bool("check", false, "check the flags and the configuration (and that --control can be bound and --history written) without connecting to anything; exit 0 or 2")

@@ -5,7 +5,10 @@
 // way. Parsing is strict: a field that is missing, duplicated, unexpected or not a
 // canonical decimal integer is an error, never a 0.
 //
-// It is a leaf (go-redis and history only), so that `fenceline status` can use it
+// ReadPostgres does the same for a store in PostgreSQL, from the tables documented in
+// listener/pgstore and workloads/ledger.
+//
+// It is a leaf (go-redis, pgx and history only), so that `fenceline status` can use it
 // without the harness.
 package finalread
 

@@ -30,6 +30,7 @@ import (
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/judge"
+	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/targets/nodecheck"
@@ -55,6 +56,8 @@ type Spec struct {
 	// NodeCmd, if set, is the command run as each node instead of this binary
 	// (docs/node-protocol.md). Local backend only.
 	NodeCmd string
+	// Store is where the nodes keep the cursor: "redis" ("" too) or "postgres".
+	Store string
 	// Out is the directory that receives the run directory.
 	Out string
 	// Binary is the fenceline binary the nodes run; prepare fills it with this
@@ -115,6 +118,16 @@ func (s *Spec) Prepare() error {
 	if s.RedisWait > 0 && !s.Redis.Replicated() {
 		return fmt.Errorf("--redis-wait %d needs replicas (--redis-topology %s)", s.RedisWait, cluster.TopologySentinel)
 	}
+	switch s.Store {
+	case "", "redis":
+		s.Store = ""
+	case "postgres":
+	default:
+		return fmt.Errorf("unknown --store %q (redis, postgres)", s.Store)
+	}
+	if s.Store != "" && (s.NodeCmd != "" || (s.Target != "" && s.Target != targets.Reference)) {
+		return errors.New("--store postgres runs the reference target, not --target or --node-cmd")
+	}
 	if s.Binary == "" {
 		bin, err := os.Executable()
 		if err != nil {
@@ -131,6 +144,14 @@ func (s *Spec) Prepare() error {
 	}
 	if name != "local" && s.Redis.Replicated() {
 		return fmt.Errorf("--redis-topology %s runs on the local backend only (not yet on %s)", s.Redis.Topology, name)
+	}
+	if s.Store == "postgres" && name != "local" {
+		return errors.New("--store postgres runs on the local backend only (the docker backend has no PostgreSQL image yet)")
+	}
+	if s.Store == "postgres" {
+		if _, err := pgserver.BinDir(); err != nil {
+			return fmt.Errorf("--store postgres: %w, or run 'make chaos STORE=postgres', which does", err)
+		}
 	}
 	if name == "local" {
 		if _, err := exec.LookPath("redis-server"); err != nil {
@@ -155,7 +176,7 @@ func (s *Spec) Prepare() error {
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
 		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
-		RedisWait: s.RedisWait}
+		RedisWait: s.RedisWait, Store: s.Store}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -172,6 +193,9 @@ func (s Spec) checkNode() error {
 		filepath.Join(tmp, "n1.jsonl"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if s.Store != "" {
+		args = append(args, "--postgres", "postgres://postgres@127.0.0.1:5432/postgres") // connected to by nothing
+	}
 	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))

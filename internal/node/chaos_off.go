@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/listener/pgstore"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -45,11 +47,18 @@ func plainStore(target string, _ redis.UniversalClient, _ listener.RedisConfig[s
 	return nil, fmt.Errorf("target %q writes the cursor without a fence and %w: %s", target, errNeedsChaos, ChaosBuildHint)
 }
 
+func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Event]) (listener.Store[source.Event], error) {
+	if err := checkVariant(variant); err != nil {
+		return nil, err
+	}
+	return pgstore.NewStore(pool, cfg)
+}
+
 func changeElector(string, *election.Elector) error { return nil }
 
 func faultHooks(bool, *http.ServeMux) election.Clock { return election.SystemClock() }
 
-func runRegister(context.Context, Config, redis.UniversalClient, *history.Recorder, *state) error {
+func runRegister(context.Context, Config, redis.UniversalClient, storeMaker, *history.Recorder, *state) error {
 	return fmt.Errorf("the register workload %w: %s", errNeedsChaos, ChaosBuildHint)
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
@@ -20,6 +21,7 @@ import (
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/skewclock"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/listener/pgstore"
 	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/variants"
@@ -47,6 +49,10 @@ func plainStore(target string, client redis.UniversalClient, cfg listener.RedisC
 		return nil, err
 	}
 	return variants.Plain(client, cfg)
+}
+
+func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Event]) (listener.Store[source.Event], error) {
+	return variants.PostgresStore(variant, pool, cfg)
 }
 
 func changeElector(variant string, e *election.Elector) error { return variants.Elector(variant, e) }
@@ -145,11 +151,11 @@ func armFailpoints(specs []string) error {
 
 // runRegister runs the register workload's clients of this node, with the node's store
 // (its variant), history and health.
-func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, rec *history.Recorder, st *state) error {
+func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, stores storeMaker, rec *history.Recorder, st *state) error {
 	return workloads.RunRegister(ctx, workloads.RegisterConfig{
 		Node: cfg.ID, Clients: cfg.Clients, Election: cfg.Election, Client: client,
 		Store: func(id string) (listener.Store[source.Event], error) {
-			s, err := newStore(cfg.Variant, client, storeConfig(cfg, id, rec))
+			s, err := stores(id)
 			if err != nil {
 				return nil, err
 			}

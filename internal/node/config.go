@@ -19,6 +19,12 @@ const (
 	WorkloadRegister = "register" // concurrent fenced clients outside the election (chaos only)
 )
 
+// Stores a node keeps its cursor in.
+const (
+	StoreRedis    = "redis"    // RedisStore, next to the lease
+	StorePostgres = "postgres" // pgstore.Store in the PostgreSQL at Config.Postgres
+)
+
 // Reference is the name of the reference design, the only one a default build runs.
 const Reference = "reference"
 
@@ -56,6 +62,9 @@ type Config struct {
 	Lease, Renew, Retry time.Duration
 	// Batch is the number of events per commit; Clients the register workload's clients.
 	Batch, Clients int
+	// Store is StoreRedis (also when empty) or StorePostgres; Postgres is the
+	// PostgreSQL connection URL of StorePostgres.
+	Store, Postgres string
 	// AuditMaxLen caps the store's audit (about that many entries; 0: every entry). A
 	// Chaos node keeps every entry: the checker reads them all.
 	AuditMaxLen int64
@@ -129,6 +138,14 @@ func (c Config) validate() error {
 	}
 	if err := c.RedisTarget.Validate(); err != nil {
 		return err
+	}
+	switch {
+	case c.Store != "" && c.Store != StoreRedis && c.Store != StorePostgres:
+		return fmt.Errorf("unknown --store %q (redis, postgres)", c.Store)
+	case c.Store == StorePostgres && c.Postgres == "":
+		return errors.New("--store postgres needs --postgres URL")
+	case c.Store == StorePostgres && c.Target != "" && c.Target != targets.Reference:
+		return fmt.Errorf("--store postgres runs the reference target only (not %q)", c.Target)
 	}
 	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 || c.AuditMaxLen < 0 {
 		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1, --audit-max-len >= 0 and no negative interval (got %v, %d, %d, %d, %v, %v)",

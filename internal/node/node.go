@@ -57,7 +57,11 @@ func check(cfg Config) error {
 	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
-		if _, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
+		if cfg.Store == StorePostgres {
+			if _, err := poolConfig(cfg.Postgres); err != nil {
+				return err
+			}
+		} else if _, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, nil)); err != nil {
 			return err
 		}
 		if _, err := ledger.NewHTTPSource(ledger.HTTPSourceConfig{BaseURL: cfg.Source}); err != nil {
@@ -169,8 +173,13 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil),
 		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Int("redis_wait", cfg.RedisTarget.Wait))
 
+	stores, closeStores, err := makeStores(ctx, cfg, client, rec, logger)
+	if err != nil {
+		return err
+	}
+	defer closeStores()
 	if cfg.Workload == WorkloadRegister {
-		err := runRegister(ctx, cfg, client, rec, st)
+		err := runRegister(ctx, cfg, client, stores, rec, st)
 		logger.Info("node-stopped")
 		if rerr := rec.Err(); rerr != nil && err == nil {
 			err = rerr
@@ -179,7 +188,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		return err
 	}
 
-	store, err := targetStore(cfg, client, storeConfig(cfg, cfg.ID, rec))
+	store, err := stores(cfg.ID)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,9 @@ func trimNL(b []byte) []byte {
 // Options configure a server.
 type Options struct {
 	// Dir is where the data directory ("data") and the log ("postgres.log") go. It is
-	// created if missing. Required.
+	// created if missing. Required. Run as root, if the postgres user cannot reach Dir
+	// (a parent directory closed to others, as a test's temporary directory is), the
+	// data directory goes to a fresh directory of its own instead (see DataDir).
 	Dir string
 	// Port to listen on (127.0.0.1); 0 picks a free port.
 	Port int
@@ -108,6 +110,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	if s.cred != nil && !reachable(dir, s.cred) {
+		own, err := os.MkdirTemp("", "fenceline-postgres-")
+		if err != nil {
+			return nil, err
+		}
+		s.data = filepath.Join(own, "data")
+		dir = own
 	}
 	if err := s.own(dir); err != nil {
 		return nil, err
@@ -210,6 +220,26 @@ func (s *Server) URL() string { return URLFor(s.Addr()) }
 // URLFor is the connection URL of a pgserver's database at addr (a proxy in front of
 // it, say).
 func URLFor(addr string) string { return "postgres://postgres@" + addr + "/postgres?sslmode=disable" }
+
+// DataDir is the server's data directory.
+func (s *Server) DataDir() string { return s.data }
+
+// reachable reports whether the user of cred may enter every directory above dir.
+func reachable(dir string, cred *syscall.Credential) bool {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(d, &st); err != nil {
+			return false
+		}
+		ok := st.Mode&0o001 != 0 || (st.Uid == cred.Uid && st.Mode&0o100 != 0) || (st.Gid == cred.Gid && st.Mode&0o010 != 0)
+		if !ok {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
 
 // Log is the server's log file.
 func (s *Server) Log() string { return s.log }

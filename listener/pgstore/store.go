@@ -43,8 +43,8 @@ const (
 	DefaultTimeout     = 2 * time.Second
 	DefaultCursorTable = "fenceline_cursor"
 	DefaultAuditTable  = "fenceline_audit"
-	// DefaultAuditMaxLen keeps about the last 100,000 attempts (README, "Audit
-	// retention").
+	// DefaultAuditMaxLen keeps about the last 100,000 attempts: about 15 MB of table
+	// and index (README, "Audit retention").
 	DefaultAuditMaxLen = 100_000
 	// AuditUnbounded, as Config.AuditMaxLen, never deletes an audit row.
 	AuditUnbounded = -1
@@ -145,9 +145,38 @@ type nopRecorder struct{}
 func (nopRecorder) Invoke(listener.Op) func(listener.Result) { return func(listener.Result) {} }
 
 // Setup creates the tables if they do not exist, and the cursor's row (cursor 0, token
-// 0) if it does not exist. It is idempotent; run it before the first commit.
+// 0) if it does not exist. It is idempotent and safe to run from several nodes at once
+// (it holds a transaction-scoped advisory lock: concurrent CREATE TABLE IF NOT EXISTS
+// can otherwise fail); run it before the first commit.
 func (s *Store[E]) Setup(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `
+	return SetupTx(ctx, s.pool, func(tx pgx.Tx) error { return s.setup(ctx, tx) })
+}
+
+// SetupTx runs f in a transaction that holds fenceline's setup advisory lock, so that
+// setups of several nodes (of the store and of their effects' tables) run one at a time.
+func SetupTx(ctx context.Context, pool *pgxpool.Pool, f func(pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: setup: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, setupLock); err != nil {
+		return fmt.Errorf("pgstore: setup: %w", err)
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: setup: %w", err)
+	}
+	return nil
+}
+
+// setupLock is the advisory lock key of Setup ("fncl" in ASCII).
+const setupLock = 0x666e636c
+
+func (s *Store[E]) setup(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `
 CREATE TABLE IF NOT EXISTS `+s.cursorT+` (
   name   text PRIMARY KEY,
   cursor bigint NOT NULL DEFAULT 0,
@@ -166,7 +195,7 @@ CREATE TABLE IF NOT EXISTS `+s.auditT+` (
   time        timestamptz NOT NULL DEFAULT clock_timestamp()
 )`)
 	if err == nil {
-		_, err = s.pool.Exec(ctx, `INSERT INTO `+s.cursorT+` (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, s.name)
+		_, err = tx.Exec(ctx, `INSERT INTO `+s.cursorT+` (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, s.name)
 	}
 	if err != nil {
 		return fmt.Errorf("pgstore: setup: %w", err)

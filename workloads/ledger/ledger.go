@@ -7,13 +7,16 @@
 //
 // Layout in Redis (keys under the election's hash tag): "{name}:balances", a hash
 // account -> balance; "{name}:sink", a list of applied ids in order. In PostgreSQL: the
-// tables BalancesTable and SinkTable (see PostgresEffects).
+// tables BalancesTable and SinkTable (see PostgresEffects), keyed by election name.
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
@@ -33,20 +36,9 @@ var ErrSource = errors.New("ledger: bad answer from source")
 // change, 0 included, so that the balances hash has exactly the accounts of the applied
 // events) and RPUSHes of the ids to the sink. It is RedisConfig.Effects of the ledger.
 func RedisEffects(batch []source.Event) ([]listener.Write, error) {
-	var order []string
-	delta := map[string]int64{}
-	for _, e := range batch {
-		if e.Amount < 1 || e.Amount > source.MaxAmount {
-			return nil, fmt.Errorf("event %d: amount %d out of 1..%d", e.ID, e.Amount, source.MaxAmount)
-		}
-		for _, a := range []string{e.From, e.To} {
-			if _, ok := delta[a]; !ok {
-				order = append(order, a)
-				delta[a] = 0
-			}
-		}
-		delta[e.From] -= e.Amount
-		delta[e.To] += e.Amount
+	order, delta, err := netChanges(batch)
+	if err != nil {
+		return nil, err
 	}
 	writes := make([]listener.Write, 0, len(order)+1)
 	for _, a := range order {
@@ -63,6 +55,83 @@ func RedisEffects(batch []source.Event) ([]listener.Write, error) {
 	return writes, nil
 }
 
+// netChanges returns the accounts that take part in batch, in order of first
+// appearance, and each one's net change.
+func netChanges(batch []source.Event) ([]string, map[string]int64, error) {
+	var order []string
+	delta := map[string]int64{}
+	for _, e := range batch {
+		if e.Amount < 1 || e.Amount > source.MaxAmount {
+			return nil, nil, fmt.Errorf("event %d: amount %d out of 1..%d", e.ID, e.Amount, source.MaxAmount)
+		}
+		for _, a := range []string{e.From, e.To} {
+			if _, ok := delta[a]; !ok {
+				order = append(order, a)
+				delta[a] = 0
+			}
+		}
+		delta[e.From] -= e.Amount
+		delta[e.To] += e.Amount
+	}
+	return order, delta, nil
+}
+
 func configErr(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{listener.ErrInvalidConfig}, a...)...)
+}
+
+// Tables of the ledger's effects in PostgreSQL, one set shared by every election name.
+const (
+	BalancesTable = "fenceline_balances"
+	SinkTable     = "fenceline_sink"
+)
+
+// SetupPostgres creates the ledger's tables if they do not exist: balances (name,
+// account, balance) and the sink (seq, name, id), whose seq orders the applied ids.
+func SetupPostgres(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `
+CREATE TABLE IF NOT EXISTS `+BalancesTable+` (
+  name    text NOT NULL,
+  account text NOT NULL,
+  balance bigint NOT NULL,
+  PRIMARY KEY (name, account)
+);
+CREATE TABLE IF NOT EXISTS `+SinkTable+` (
+  seq  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL,
+  id   bigint NOT NULL
+)`)
+	if err != nil {
+		return fmt.Errorf("ledger: setup: %w", err)
+	}
+	return nil
+}
+
+// PostgresEffects returns the ledger's effects in PostgreSQL for election name, the
+// same as RedisEffects: each account's net change added to its balance (0 included), and
+// the ids appended to the sink, in two statements on the commit's transaction.
+func PostgresEffects(name string) func(ctx context.Context, tx pgx.Tx, batch []source.Event) error {
+	return func(ctx context.Context, tx pgx.Tx, batch []source.Event) error {
+		accounts, delta, err := netChanges(batch)
+		if err != nil {
+			return err
+		}
+		deltas := make([]int64, len(accounts))
+		for i, a := range accounts {
+			deltas[i] = delta[a]
+		}
+		ids := make([]int64, 0, len(batch))
+		for _, e := range batch {
+			ids = append(ids, e.ID)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+BalancesTable+` (name, account, balance)
+SELECT $1, a, d FROM unnest($2::text[], $3::bigint[]) AS t(a, d)
+ON CONFLICT (name, account) DO UPDATE SET balance = `+BalancesTable+`.balance + excluded.balance`,
+			name, accounts, deltas); err != nil {
+			return err
+		}
+		// unnest keeps the array's order: seq follows the ids' order.
+		_, err = tx.Exec(ctx, `INSERT INTO `+SinkTable+` (name, id) SELECT $1, i FROM unnest($2::bigint[]) WITH ORDINALITY AS t(i, o) ORDER BY o`, name, ids)
+		return err
+	}
 }
