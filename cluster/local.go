@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,8 @@ type Local struct {
 	redis *redisserver.Server // the single topology's Redis
 	// sentinel runs the sentinel topology instead (redis is then nil).
 	sentinel *sentinelSet
+	// rcluster runs the cluster topology instead (redis is then nil).
+	rcluster *clusterSet
 	pg       *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
 
 	toxi     *toxiproxyserver.ApiServer
@@ -105,9 +108,12 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	if err := l.startToxiproxy(); err != nil {
 		return nil, err
 	}
-	if cfg.Redis.Topology == TopologySentinel {
+	switch cfg.Redis.Topology {
+	case TopologySentinel:
 		l.sentinel, err = startSentinelSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis)
-	} else {
+	case TopologyCluster:
+		l.rcluster, err = startClusterSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis, cmp.Or(cfg.Node.Election, "fenceline"))
+	default:
 		l.redis, err = redisserver.Start(ctx, redisserver.Options{
 			Dir:           filepath.Join(cfg.Dir, "redis"),
 			NoPersistence: cfg.NoPersistence,
@@ -122,11 +128,16 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	for _, id := range l.ids {
 		n := &localNode{id: id}
 		var rp string
-		if l.sentinel != nil {
+		switch {
+		case l.sentinel != nil:
 			// The node never dials --redis: its Sentinels tell it where the primary is.
 			rp = "127.0.0.1:1"
 			n.redisArgs, err = l.sentinel.nodeArgs(ctx, id)
-		} else {
+		case l.rcluster != nil:
+			// Nor here: the cluster's slots tell it.
+			rp = "127.0.0.1:1"
+			n.redisArgs, err = l.rcluster.nodeArgs(ctx, id)
+		default:
 			rp, err = l.links.CreateProxy(ctx, RedisProxyName(id), "127.0.0.1:0", l.redis.Addr())
 		}
 		if err != nil {
@@ -381,8 +392,8 @@ var ErrTopology = errors.New("cluster: not in this Redis topology")
 
 // KillRedis implements Cluster. The sentinel topology has no single Redis to kill.
 func (l *Local) KillRedis(ctx context.Context) error {
-	if l.sentinel != nil {
-		return fmt.Errorf("%w: kill Redis (sentinel: use the replicated faults)", ErrTopology)
+	if l.sentinel != nil || l.rcluster != nil {
+		return fmt.Errorf("%w: kill Redis (%s: use the replicated faults)", ErrTopology, l.cfg.Redis.Topology)
 	}
 	l.redis.Kill()
 	return nil
@@ -392,6 +403,12 @@ func (l *Local) KillRedis(ctx context.Context) error {
 // topology it starts every data node and Sentinel that is down and waits until the
 // topology settles (ErrUnsettled if it does not within SettleTimeout).
 func (l *Local) StartRedis(ctx context.Context) error {
+	if l.rcluster != nil {
+		if err := l.rcluster.restartDead(ctx); err != nil {
+			return err
+		}
+		return l.rcluster.waitSettled(ctx, SettleTimeout)
+	}
 	if l.sentinel != nil {
 		if err := l.sentinel.restartDead(ctx); err != nil {
 			return err
@@ -407,6 +424,9 @@ func (l *Local) StartRedis(ctx context.Context) error {
 // RedisAddr implements Cluster: in the sentinel topology, the primary the Sentinels
 // last announced (see PrimaryAddr for one that is checked).
 func (l *Local) RedisAddr() string {
+	if l.rcluster != nil {
+		return l.rcluster.current().srv.Addr()
+	}
 	if l.sentinel != nil {
 		return l.sentinel.current().srv.Addr()
 	}
@@ -418,6 +438,13 @@ func (l *Local) RedisAddr() string {
 // every other data node replicates it); an error wrapping ErrUnsettled if it does not
 // within SettleTimeout. The final read reads from it.
 func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
+	if l.rcluster != nil {
+		// Every key of the election is in one slot: its primary holds the whole store.
+		if err := l.rcluster.waitSettled(ctx, SettleTimeout); err != nil {
+			return "", err
+		}
+		return l.rcluster.current().srv.Addr(), nil
+	}
 	if l.sentinel == nil {
 		return l.redis.Addr(), nil
 	}
@@ -435,6 +462,9 @@ func (l *Local) redisProxies(id string) ([]string, error) {
 	}
 	if l.sentinel != nil {
 		return l.sentinel.nodeProxies(id), nil
+	}
+	if l.rcluster != nil {
+		return l.rcluster.nodeProxies(id), nil
 	}
 	return []string{RedisProxyName(id)}, nil
 }
@@ -467,7 +497,12 @@ func (l *Local) RemoveRedisToxics(ctx context.Context, id string, names ...strin
 }
 
 // ResetLinks implements Cluster.
-func (l *Local) ResetLinks(ctx context.Context) error { return l.links.ResetLinks(ctx) }
+func (l *Local) ResetLinks(ctx context.Context) error {
+	if l.rcluster != nil {
+		l.rcluster.uncutBus()
+	}
+	return l.links.ResetLinks(ctx)
+}
 
 // ControlAddr is node id's control endpoint (host:port).
 func (l *Local) ControlAddr(id string) string {
@@ -509,6 +544,12 @@ func (l *Local) Close(ctx context.Context) error {
 		}
 		if l.redis != nil {
 			l.redis.Kill()
+		}
+		if l.rcluster != nil {
+			l.rcluster.close()
+			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {
+				l.closeErr = err
+			}
 		}
 		if l.sentinel != nil {
 			l.sentinel.close()

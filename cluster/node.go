@@ -28,23 +28,26 @@ type Spec struct {
 const (
 	TopologySingle   = "single"   // one redis-server
 	TopologySentinel = "sentinel" // a primary, two replicas, three Sentinels
+	TopologyCluster  = "cluster"  // a Redis Cluster: three primaries, one replica each
 )
 
 // Topologies lists the Redis topologies.
-func Topologies() []string { return []string{TopologySingle, TopologySentinel} }
+func Topologies() []string { return []string{TopologySingle, TopologySentinel, TopologyCluster} }
 
 // RedisSpec is how Redis runs.
 type RedisSpec struct {
-	// Topology is TopologySingle (default) or TopologySentinel.
+	// Topology is TopologySingle (default), TopologySentinel or TopologyCluster.
 	Topology string
 	// MinReplicasToWrite and MinReplicasMaxLag (seconds) are the data nodes'
 	// min-replicas-to-write and min-replicas-max-lag: a primary with fewer replicas
-	// acknowledging within the lag refuses writes. Default 0 (off); Sentinel only.
+	// acknowledging within the lag refuses writes. Default 0 (off); with replicas only.
 	MinReplicasToWrite, MinReplicasMaxLag int
 }
 
 // Replicated reports whether the topology has replicas (and so faults of its own).
-func (r RedisSpec) Replicated() bool { return r.Topology == TopologySentinel }
+func (r RedisSpec) Replicated() bool {
+	return r.Topology == TopologySentinel || r.Topology == TopologyCluster
+}
 
 // Validate says what is wrong with r.
 func (r RedisSpec) Validate() error {
@@ -53,12 +56,16 @@ func (r RedisSpec) Validate() error {
 		if r.MinReplicasToWrite != 0 {
 			return fmt.Errorf("cluster: min-replicas-to-write needs replicas (topology %s)", TopologySentinel)
 		}
-	case TopologySentinel:
+	case TopologySentinel, TopologyCluster:
 	default:
-		return fmt.Errorf("cluster: unknown Redis topology %q (single, sentinel)", r.Topology)
+		return fmt.Errorf("cluster: unknown Redis topology %q (single, sentinel, cluster)", r.Topology)
 	}
-	if r.MinReplicasToWrite < 0 || r.MinReplicasToWrite > sentinelReplicas || r.MinReplicasMaxLag < 0 {
-		return fmt.Errorf("cluster: min-replicas-to-write %d (0..%d), max lag %ds", r.MinReplicasToWrite, sentinelReplicas, r.MinReplicasMaxLag)
+	replicas := sentinelReplicas
+	if r.Topology == TopologyCluster {
+		replicas = 1 // per primary
+	}
+	if r.MinReplicasToWrite < 0 || r.MinReplicasToWrite > replicas || r.MinReplicasMaxLag < 0 {
+		return fmt.Errorf("cluster: min-replicas-to-write %d (0..%d with %s), max lag %ds", r.MinReplicasToWrite, replicas, r.Topology, r.MinReplicasMaxLag)
 	}
 	return nil
 }

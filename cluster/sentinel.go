@@ -423,8 +423,12 @@ func (l *Local) replicated() (*sentinelSet, error) {
 	return l.sentinel, nil
 }
 
-// KillPrimary kills the current primary (SIGKILL) and returns its name.
+// KillPrimary kills the current primary (SIGKILL) and returns its name. In the
+// cluster topology: the primary of the election's slot.
 func (l *Local) KillPrimary(ctx context.Context) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.killPrimary(), nil
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -437,6 +441,9 @@ func (l *Local) KillPrimary(ctx context.Context) (string, error) {
 // Switchover asks a Sentinel for a planned failover (SENTINEL FAILOVER) and returns the
 // name of the primary it replaces.
 func (l *Local) Switchover(ctx context.Context) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.switchover(ctx)
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -451,6 +458,9 @@ func (l *Local) Switchover(ctx context.Context) (string, error) {
 // CutPrimary adds toxics to the current primary's peer link (its replicas and the
 // Sentinels; the nodes reach it through links of their own) and returns its name.
 func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.cutPrimary(ctx, toxics...)
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -466,6 +476,9 @@ func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error)
 
 // UncutPrimary removes the named toxics from data node name's peer link.
 func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
+	if l.rcluster != nil {
+		return l.rcluster.uncutPrimary(ctx, name, toxics...)
+	}
 	if _, err := l.replicated(); err != nil {
 		return err
 	}
@@ -475,6 +488,9 @@ func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string)
 // PauseReplicas stops every replica (SIGSTOP): the primary goes on accepting writes
 // they do not receive. ResumeReplicas continues them.
 func (l *Local) PauseReplicas(ctx context.Context) error {
+	if l.rcluster != nil {
+		return l.rcluster.pauseReplica()
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return err
@@ -491,6 +507,10 @@ func (l *Local) PauseReplicas(ctx context.Context) error {
 
 // ResumeReplicas continues every data node that PauseReplicas stopped.
 func (l *Local) ResumeReplicas(ctx context.Context) error {
+	if l.rcluster != nil {
+		l.rcluster.resumeAll()
+		return nil
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return err
@@ -502,14 +522,20 @@ func (l *Local) ResumeReplicas(ctx context.Context) error {
 // WaitPromotion waits until the Sentinels have announced a promotion away from data node
 // from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
 func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	s, err := l.replicated()
-	if err != nil {
-		return Promotion{}, err
+	promotionSince := func(since time.Time, from string) (Promotion, bool) {
+		return l.rcluster.promotionSince(since, from)
+	}
+	if l.rcluster == nil {
+		s, err := l.replicated()
+		if err != nil {
+			return Promotion{}, err
+		}
+		promotionSince = s.promotionSince
 	}
 	var p Promotion
-	err = WaitReady(ctx, "a promotion away from "+from, SettleTimeout, nil, func(context.Context) error {
+	err := WaitReady(ctx, "a promotion away from "+from, SettleTimeout, nil, func(context.Context) error {
 		var ok bool
-		if p, ok = s.promotionSince(since, from); !ok {
+		if p, ok = promotionSince(since, from); !ok {
 			return errors.New("none announced yet")
 		}
 		return nil
@@ -522,6 +548,9 @@ func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string)
 
 // Promotions returns every promotion the Sentinels announced so far, in order.
 func (l *Local) Promotions() []Promotion {
+	if l.rcluster != nil {
+		return l.rcluster.promotionList()
+	}
 	if l.sentinel == nil {
 		return nil
 	}
@@ -533,6 +562,17 @@ func (l *Local) Promotions() []Promotion {
 // RedisRole returns data node name's role as it says itself ("master", "slave"), and for
 // a replica the name of the data node it replicates (whose link is up or not).
 func (l *Local) RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error) {
+	if c := l.rcluster; c != nil {
+		d := c.byName(name)
+		if d == nil {
+			return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
+		}
+		r, m, up, err := role(ctx, &d.dataNode)
+		if p := c.byPeer(m); p != nil {
+			of = p.name
+		}
+		return r, of, up, err
+	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", "", false, err

@@ -23,7 +23,13 @@ type Target struct {
 	Sentinels []string
 	// Master is the name the Sentinels monitor the primary under. Required with Sentinels.
 	Master string
-	// AddrMap translates a Redis address the client is told (by a Sentinel) into the
+	// Cluster are seed addresses (host:port) of a Redis Cluster. Not empty: the client is
+	// a go-redis ClusterClient, which learns the cluster's nodes from CLUSTER SLOTS and
+	// follows MOVED on the next call (never on the same one: see NewClient). Exclusive
+	// with Sentinels.
+	Cluster []string
+	// AddrMap translates a Redis address the client is told (by a Sentinel, or by a
+	// cluster node in CLUSTER SLOTS and MOVED) into the
 	// address it dials, as a NAT would: Sentinel announces one address per server, and
 	// a client behind its own proxy (the chaos harness gives each node one) or a port
 	// forward reaches it elsewhere. An address not in the map is dialled as told.
@@ -48,6 +54,8 @@ func (t Target) Validate() error {
 	switch {
 	case len(t.Sentinels) > 0 && t.Master == "":
 		return errors.New("--redis-sentinels needs --redis-master")
+	case len(t.Sentinels) > 0 && len(t.Cluster) > 0:
+		return errors.New("--redis-sentinels and --redis-cluster exclude each other")
 	case t.Wait < 0:
 		return fmt.Errorf("--redis-wait %d: want >= 0", t.Wait)
 	case t.Wait > 0 && t.WaitTimeout <= 0:
@@ -66,6 +74,11 @@ func (t Target) Validate() error {
 			return fmt.Errorf("--redis-sentinels %q: want host:port,...", s)
 		}
 	}
+	for _, s := range t.Cluster {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return fmt.Errorf("--redis-cluster %q: want host:port,...", s)
+		}
+	}
 	return nil
 }
 
@@ -73,6 +86,9 @@ func (t Target) Validate() error {
 // credentials and TLS; its MaxRetries, timeouts and TLS carry over to every connection,
 // a Sentinel's included). The caller closes it.
 func NewClient(base *redis.Options, t Target) redis.UniversalClient {
+	if len(t.Cluster) > 0 {
+		return newClusterClient(base, t)
+	}
 	var c *redis.Client
 	if len(t.Sentinels) == 0 {
 		opts := *base
@@ -99,6 +115,38 @@ func NewClient(base *redis.Options, t Target) redis.UniversalClient {
 	}
 	if t.Wait > 0 {
 		c.AddHook(waitHook{c: c, n: t.Wait, timeout: t.WaitTimeout})
+	}
+	return c
+}
+
+// newClusterClient is NewClient for a Redis Cluster. MaxRedirects is -1 (none): go-redis
+// sends a command again after MOVED, but also after an EOF or a timeout on the same
+// connection, that is after a command that may have run. With none, a MOVED (the
+// command did not run) is an error to the caller, and the client reloads the slots for
+// the next call. Each node's client gets the address map and the WAIT hook.
+func newClusterClient(base *redis.Options, t Target) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 t.Cluster,
+		Dialer:                mapDialer(base, t.AddrMap),
+		Username:              base.Username,
+		Password:              base.Password,
+		MaxRetries:            base.MaxRetries,
+		MaxRedirects:          -1,
+		DialTimeout:           base.DialTimeout,
+		DialerRetries:         base.DialerRetries,
+		ReadTimeout:           base.ReadTimeout,
+		WriteTimeout:          base.WriteTimeout,
+		ContextTimeoutEnabled: base.ContextTimeoutEnabled,
+		PoolSize:              base.PoolSize,
+		TLSConfig:             base.TLSConfig,
+		Protocol:              base.Protocol,
+	})
+	if t.Wait > 0 {
+		// WAIT counts the replicas of the connection's primary: it must follow the
+		// script on the node that ran it, so the hook sits on each node's client.
+		c.OnNewNode(func(n *redis.Client) {
+			n.AddHook(waitHook{c: n, n: t.Wait, timeout: t.WaitTimeout})
+		})
 	}
 	return c
 }
@@ -195,7 +243,11 @@ func addTarget(fs *flag.FlagSet, t *Target) {
 		return nil
 	})
 	fs.StringVar(&t.Master, "redis-master", "", "with --redis-sentinels: the name the Sentinels monitor the primary under")
-	fs.Func("redis-addr-map", "dial TO when a Sentinel announces FROM (FROM=TO,...), as through a NAT", func(s string) error {
+	fs.Func("redis-cluster", "Redis Cluster: these nodes (host:port,...) are seeds, the client follows the cluster's slots instead of --redis", func(s string) error {
+		t.Cluster = splitList(s)
+		return nil
+	})
+	fs.Func("redis-addr-map", "dial TO when a Sentinel or a cluster node announces FROM (FROM=TO,...), as through a NAT", func(s string) error {
 		t.AddrMap = map[string]string{}
 		for _, kv := range splitList(s) {
 			from, to, ok := strings.Cut(kv, "=")

@@ -12,7 +12,8 @@ func Of(c redis.UniversalClient) int {
 	case *redis.Client:
 		return c.Options().MaxRetries
 	case *redis.ClusterClient:
-		return c.Options().MaxRetries
+		// A redirect is a re-send too: after MOVED, but also after an EOF or a timeout.
+		return max(c.Options().MaxRetries, c.Options().MaxRedirects)
 	case *redis.Ring:
 		return c.Options().MaxRetries
 	}

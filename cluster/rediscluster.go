@@ -1,0 +1,597 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+// The cluster topology: a Redis Cluster of three primaries, r1, r2 and r3, with one
+// replica each, r4 of r1, r5 of r2 and r6 of r3 (a shard is a primary and its replica).
+// Every key of an election shares its hash tag, so one shard holds all of them; the
+// Redis faults act on that shard.
+//
+// Links. Each data node announces (cluster-announce-ip/port) the address of its peer
+// proxy, a toxiproxy proxy like the sentinel topology's: the replica's replication link
+// goes through it, and so does whatever a node is told in CLUSTER SLOTS and MOVED. A
+// node of the election does not dial that address: its --redis-addr-map sends it to a
+// proxy of its own to the same data node, as through a NAT. (Announcing each node's own
+// proxy is not possible: a cluster node announces one address to all.) The cluster bus
+// goes through a relay per data node (cluster-announce-bus-port), which can cut one
+// sender alone: see busRelay for why that cannot be a toxiproxy proxy.
+const (
+	clusterShards = 3
+	// clusterNodeTimeout is cluster-node-timeout: a primary that a majority of primaries
+	// cannot reach for this long is failed, and its replica promotes itself about 0.5 to
+	// 1 s later. It is Sentinel's down-after here, so that the rows compare.
+	clusterNodeTimeout = time.Second
+	// clusterPoll is how often the harness asks each data node for its role: a
+	// promotion's time is known to within this.
+	clusterPoll = 50 * time.Millisecond
+	// clusterSlots is the number of hash slots of a Redis Cluster.
+	clusterSlots = 16384
+)
+
+// clusterNode is one data node of the cluster topology.
+type clusterNode struct {
+	dataNode
+	shard int       // 0..clusterShards-1
+	bus   *busRelay // in front of its cluster bus port
+	src   string    // the address it sends from (bind-source-addr), by which relays know it
+	// poll is the harness's own client, straight to the node (no proxy): roles,
+	// cluster state, the fault commands.
+	poll *redis.Client
+}
+
+// clusterSet runs the cluster topology for a Local cluster and watches its promotions.
+type clusterSet struct {
+	links *Links
+	data  []*clusterNode
+	slot  int // the election's hash slot
+	shard int // the shard that serves it
+
+	mu         sync.Mutex
+	primary    [clusterShards]string // data node name per shard, as last seen
+	epoch      [clusterShards]int64  // its config epoch
+	promotions []Promotion           // of the election's shard
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// slotRange is shard k's slots: an even split of the 16384.
+func slotRange(k int) (lo, hi int) {
+	return k * clusterSlots / clusterShards, (k+1)*clusterSlots/clusterShards - 1
+}
+
+// startClusterSet starts the six data nodes under dir, makes them one cluster (slots,
+// MEET, REPLICATE) and waits until it has settled. On error it closes what it started.
+func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSpec, election string) (_ *clusterSet, err error) {
+	s := &clusterSet{links: links}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	for i := 1; i <= 2*clusterShards; i++ {
+		n := &clusterNode{dataNode: dataNode{name: fmt.Sprintf("r%d", i)}, shard: (i - 1) % clusterShards,
+			src: fmt.Sprintf("127.0.0.%d", 10+i)}
+		s.data = append(s.data, n)
+		port, err := redisserver.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		busPort, err := redisserver.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if n.peer, err = links.CreateProxy(ctx, peerProxyName(n.name), "127.0.0.1:0", hostPort(port)); err != nil {
+			return nil, err
+		}
+		if n.bus, err = newBusRelay(hostPort(busPort)); err != nil {
+			return nil, fmt.Errorf("cluster: bus relay of %s: %w", n.name, err)
+		}
+		_, peerPort, _ := net.SplitHostPort(n.peer)
+		_, relayPort, _ := net.SplitHostPort(n.bus.Addr())
+		args := []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
+			"--cluster-port", strconv.Itoa(busPort),
+			"--cluster-announce-ip", "127.0.0.1",
+			"--cluster-announce-port", peerPort,
+			"--cluster-announce-bus-port", relayPort,
+			"--bind-source-addr", n.src,
+			// A replica may always take over, however long its link was down: the
+			// faults decide what it has missed, not a data-age rule.
+			"--cluster-replica-validity-factor", "0",
+			// The shards stay as built: a replica never moves to another primary.
+			"--cluster-allow-replica-migration", "no",
+			"--repl-diskless-sync-delay", "0",
+			"--repl-timeout", "10",
+		}
+		if spec.MinReplicasToWrite > 0 {
+			args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
+				"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
+		}
+		n.srv, err = redisserver.Start(ctx, redisserver.Options{Dir: filepath.Join(dir, n.name), Port: port, Args: args})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: data node %s: %w", n.name, err)
+		}
+		n.poll = redis.NewClient(&redis.Options{Addr: n.srv.Addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+			ContextTimeoutEnabled: true, PoolSize: 2, Protocol: 2})
+	}
+	if err := s.form(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsettled, err)
+	}
+	slot, err := s.data[0].poll.Do(ctx, "CLUSTER", "KEYSLOT", "{"+election+"}:lock").Int()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: CLUSTER KEYSLOT: %w", err)
+	}
+	s.slot = slot
+	for k := range clusterShards {
+		if lo, hi := slotRange(k); slot >= lo && slot <= hi {
+			s.shard = k
+		}
+		s.primary[k], s.epoch[k] = s.data[k].name, int64(k+1)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for _, n := range s.data {
+		s.wg.Add(1)
+		go s.watch(wctx, n)
+	}
+	if err := s.waitSettled(ctx, SettleTimeout); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// form makes the six servers one cluster: distinct config epochs, each primary its
+// slots, every node met through its announced addresses, each replica following its
+// primary. What `redis-cli --cluster create` does, without its one-second sleeps.
+func (s *clusterSet) form(ctx context.Context) error {
+	call := func(n *clusterNode, args ...any) error {
+		if err := n.poll.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("%s: %v: %w", n.name, args, err)
+		}
+		return nil
+	}
+	ids := map[string]string{}
+	for i, n := range s.data {
+		if err := call(n, "CLUSTER", "SET-CONFIG-EPOCH", i+1); err != nil {
+			return err
+		}
+		if i < clusterShards {
+			lo, hi := slotRange(i)
+			if err := call(n, "CLUSTER", "ADDSLOTSRANGE", lo, hi); err != nil {
+				return err
+			}
+		}
+		id, err := n.poll.Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			return fmt.Errorf("%s: CLUSTER MYID: %w", n.name, err)
+		}
+		ids[n.name] = id
+	}
+	for _, n := range s.data[1:] {
+		host, port, _ := net.SplitHostPort(n.peer)
+		_, bus, _ := net.SplitHostPort(n.bus.Addr())
+		if err := call(s.data[0], "CLUSTER", "MEET", host, port, bus); err != nil {
+			return err
+		}
+	}
+	// A replica can follow its primary once the handshake has told it of the primary.
+	done := map[string]bool{}
+	return WaitReady(ctx, "the cluster's replicas", SettleTimeout, nil, func(ctx context.Context) error {
+		for _, n := range s.data[clusterShards:] {
+			if done[n.name] {
+				continue
+			}
+			if err := call(n, "CLUSTER", "REPLICATE", ids[s.data[n.shard].name]); err != nil {
+				return err
+			}
+			done[n.name] = true
+		}
+		return nil
+	})
+}
+
+// watch polls data node n's own view of itself every clusterPoll until ctx ends, and
+// records a promotion when it says it is a primary that serves slots with a config
+// epoch above its shard's primary's. (A restarted old primary says it is a primary for
+// a moment too, with its old epoch: not a promotion.)
+func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
+	defer s.wg.Done()
+	t := time.NewTicker(clusterPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		v, err := n.poll.Do(pctx, "CLUSTER", "NODES").Text()
+		cancel()
+		if err != nil {
+			continue
+		}
+		if me, ok := parseClusterNodes(v).self(); ok {
+			s.observe(n, me, time.Now())
+		}
+	}
+}
+
+func (s *clusterSet) observe(n *clusterNode, me clusterView, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := n.shard
+	switch {
+	case !me.master || len(me.slots) == 0 || me.epoch <= s.epoch[k]:
+	case n.name == s.primary[k]:
+		s.epoch[k] = me.epoch
+	default:
+		if k == s.shard {
+			s.promotions = append(s.promotions, Promotion{Time: at, From: s.primary[k], To: n.name})
+		}
+		s.primary[k], s.epoch[k] = n.name, me.epoch
+	}
+}
+
+// clusterView is one line of CLUSTER NODES: a node as one node sees it.
+type clusterView struct {
+	id, addr string // addr: the announced host:port
+	flags    []string
+	master   bool
+	masterID string // of a replica
+	epoch    int64
+	slots    [][2]int
+}
+
+type clusterViews []clusterView
+
+// parseClusterNodes parses the reply of CLUSTER NODES; lines it cannot read are left
+// out (the settled check then finds a node missing).
+func parseClusterNodes(s string) clusterViews {
+	var out clusterViews
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		v := clusterView{id: f[0], addr: f[1], flags: strings.Split(f[2], ","), masterID: f[3]}
+		if i := strings.IndexAny(v.addr, "@,"); i >= 0 {
+			v.addr = v.addr[:i]
+		}
+		v.epoch, _ = strconv.ParseInt(f[6], 10, 64)
+		for _, fl := range v.flags {
+			v.master = v.master || fl == "master"
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") { // a slot being migrated
+				continue
+			}
+			lo, hi, found := strings.Cut(r, "-")
+			if !found {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil {
+				v.slots = append(v.slots, [2]int{a, b})
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (vs clusterViews) self() (clusterView, bool) {
+	for _, v := range vs {
+		if v.has("myself") {
+			return v, true
+		}
+	}
+	return clusterView{}, false
+}
+
+// owner is the address of the node that serves slot, in this view.
+func (vs clusterViews) owner(slot int) string {
+	for _, v := range vs {
+		for _, r := range v.slots {
+			if slot >= r[0] && slot <= r[1] {
+				return v.addr
+			}
+		}
+	}
+	return ""
+}
+
+func (v clusterView) has(flag string) bool {
+	for _, f := range v.flags {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// settled checks the cluster once: every data node answers, says the cluster is ok,
+// sees all six nodes with no failure flag, and places the election's slot on the same
+// primary; each shard has one primary (by its own word) and a replica connected to it.
+// It returns each shard's primary.
+func (s *clusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, error) {
+	var prim [clusterShards]*clusterNode
+	owners := map[string]int{}
+	for _, n := range s.data {
+		info, err := n.poll.Do(ctx, "CLUSTER", "INFO").Text()
+		if err != nil {
+			return prim, fmt.Errorf("%s: CLUSTER INFO: %w", n.name, err)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			return prim, fmt.Errorf("%s: cluster state not ok", n.name)
+		}
+		text, err := n.poll.Do(ctx, "CLUSTER", "NODES").Text()
+		if err != nil {
+			return prim, fmt.Errorf("%s: CLUSTER NODES: %w", n.name, err)
+		}
+		views := parseClusterNodes(text)
+		if len(views) != len(s.data) {
+			return prim, fmt.Errorf("%s sees %d nodes", n.name, len(views))
+		}
+		for _, v := range views {
+			for _, bad := range []string{"fail", "fail?", "handshake", "noaddr"} {
+				if v.has(bad) {
+					return prim, fmt.Errorf("%s sees %s as %s", n.name, v.addr, bad)
+				}
+			}
+		}
+		owners[views.owner(s.slot)]++
+		if me, ok := views.self(); ok && me.master {
+			if prim[n.shard] != nil {
+				return prim, fmt.Errorf("shard of %s has two primaries (%s and %s)", n.name, prim[n.shard].name, n.name)
+			}
+			prim[n.shard] = n
+		}
+	}
+	for k, p := range prim {
+		if p == nil {
+			return prim, fmt.Errorf("shard %d has no primary", k+1)
+		}
+	}
+	if len(owners) != 1 {
+		return prim, fmt.Errorf("the nodes disagree on who serves slot %d: %v", s.slot, owners)
+	}
+	if o := prim[s.shard].peer; owners[o] == 0 {
+		return prim, fmt.Errorf("slot %d is served by %v, not by the primary %s", s.slot, owners, prim[s.shard].name)
+	}
+	for _, n := range s.data {
+		if n == prim[n.shard] {
+			continue
+		}
+		r, m, up, err := role(ctx, &n.dataNode)
+		if err != nil {
+			return prim, fmt.Errorf("%s: %w", n.name, err)
+		}
+		if r != "slave" || m != prim[n.shard].peer || !up {
+			return prim, fmt.Errorf("%s is not a connected replica of %s (role %s of %s)", n.name, prim[n.shard].name, r, m)
+		}
+	}
+	return prim, nil
+}
+
+// waitSettled waits until the cluster is settled, for at most timeout (ErrUnsettled).
+func (s *clusterSet) waitSettled(ctx context.Context, timeout time.Duration) error {
+	var prim [clusterShards]*clusterNode
+	err := WaitReady(ctx, "the Redis cluster", timeout, nil, func(ctx context.Context) (err error) {
+		prim, err = s.settled(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnsettled, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, p := range prim {
+		// The watcher sees a promotion within clusterPoll; a settled cluster whose
+		// primary it has not seen yet is taken as it is.
+		if p.name != s.primary[k] {
+			s.primary[k] = p.name
+		}
+	}
+	return nil
+}
+
+func (s *clusterSet) byName(name string) *clusterNode {
+	for _, n := range s.data {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *clusterSet) byPeer(addr string) *clusterNode {
+	for _, n := range s.data {
+		if n.peer == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// current is the primary of the election's shard, as last seen.
+func (s *clusterSet) current() *clusterNode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byName(s.primary[s.shard])
+}
+
+// replica is the other data node of the election's shard.
+func (s *clusterSet) replica() *clusterNode {
+	p := s.current()
+	for _, n := range s.data {
+		if n.shard == p.shard && n != p {
+			return n
+		}
+	}
+	return nil
+}
+
+func (s *clusterSet) promotionSince(since time.Time, from string) (Promotion, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.promotions {
+		if !p.Time.Before(since) && p.From == from {
+			return p, true
+		}
+	}
+	return Promotion{}, false
+}
+
+func (s *clusterSet) promotionList() []Promotion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Promotion(nil), s.promotions...)
+}
+
+// killPrimary kills the election's primary (SIGKILL) and returns its name.
+func (s *clusterSet) killPrimary() string {
+	p := s.current()
+	p.srv.Kill()
+	return p.name
+}
+
+// switchover sends CLUSTER FAILOVER to the election shard's replica and returns the
+// name of the primary it replaces.
+func (s *clusterSet) switchover(ctx context.Context) (string, error) {
+	p, r := s.current(), s.replica()
+	if err := r.poll.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		return p.name, fmt.Errorf("cluster: CLUSTER FAILOVER on %s: %w", r.name, err)
+	}
+	return p.name, nil
+}
+
+// cutPrimary adds toxics to the election primary's peer link (its replica's
+// replication; the nodes of the election reach it through links of their own) and cuts
+// its cluster bus both ways: its own relay drops every sender, every other relay drops
+// what it sends. It returns its name.
+func (s *clusterSet) cutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
+	p := s.current()
+	p.bus.setCut("*", true)
+	for _, n := range s.data {
+		if n != p {
+			n.bus.setCut(p.src, true)
+		}
+	}
+	for _, t := range toxics {
+		if err := s.links.AddToxic(ctx, peerProxyName(p.name), t); err != nil {
+			return p.name, err
+		}
+	}
+	return p.name, nil
+}
+
+// uncutPrimary undoes cutPrimary for data node name.
+func (s *clusterSet) uncutPrimary(ctx context.Context, name string, toxics ...string) error {
+	p := s.byName(name)
+	if p == nil {
+		return fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
+	}
+	p.bus.setCut("*", false)
+	for _, n := range s.data {
+		n.bus.setCut(p.src, false)
+	}
+	return s.links.RemoveToxics(ctx, peerProxyName(name), toxics...)
+}
+
+// uncutBus lets every bus relay through everything (ResetLinks).
+func (s *clusterSet) uncutBus() {
+	for _, n := range s.data {
+		if n.bus != nil {
+			n.bus.uncutAll()
+		}
+	}
+}
+
+// pauseReplica stops the election shard's replica (SIGSTOP).
+func (s *clusterSet) pauseReplica() error { return s.replica().srv.Pause() }
+
+// resumeAll continues every data node.
+func (s *clusterSet) resumeAll() {
+	for _, n := range s.data {
+		if n.srv != nil {
+			_ = n.srv.Resume()
+		}
+	}
+}
+
+// restartDead continues every data node and starts every one that is not running.
+func (s *clusterSet) restartDead(ctx context.Context) error {
+	s.resumeAll()
+	var errs []error
+	for _, n := range s.data {
+		if n.srv.PID() == 0 {
+			errs = append(errs, n.srv.Restart(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeArgs creates node id's proxies to every data node and returns the node's
+// arguments that use them: every data node as a seed, by its announced address, and
+// each announced address mapped to the node's own proxy.
+func (s *clusterSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
+	var seeds, amap []string
+	for _, n := range s.data {
+		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, n.name), "127.0.0.1:0", n.srv.Addr())
+		if err != nil {
+			return nil, err
+		}
+		seeds = append(seeds, n.peer)
+		amap = append(amap, n.peer+"="+a)
+	}
+	return []string{"--redis-cluster", strings.Join(seeds, ","), "--redis-addr-map", strings.Join(amap, ",")}, nil
+}
+
+// nodeProxies names node id's proxies (to every data node).
+func (s *clusterSet) nodeProxies(id string) []string {
+	var ps []string
+	for _, n := range s.data {
+		ps = append(ps, nodeProxyName(id, n.name))
+	}
+	return ps
+}
+
+// close stops the watchers, kills every data node and closes the relays. It is
+// idempotent.
+func (s *clusterSet) close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	for _, n := range s.data {
+		if n.srv != nil {
+			n.srv.Kill()
+		}
+		if n.poll != nil {
+			_ = n.poll.Close()
+		}
+		if n.bus != nil {
+			n.bus.close()
+		}
+	}
+}
