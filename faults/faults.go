@@ -75,7 +75,7 @@ func CheckTopology(kinds []string, replicated bool) error {
 	for _, k := range kinds {
 		switch {
 		case !replicated && slices.Contains(Replicated(), k):
-			return fmt.Errorf("%w: %s needs replicas (--redis-topology sentinel)", ErrTopology, k)
+			return fmt.Errorf("%w: %s needs replicas (--redis-topology sentinel or cluster)", ErrTopology, k)
 		case replicated && slices.Contains(singleOnly, k):
 			return fmt.Errorf("%w: %s restarts the single Redis (--redis-topology single); with replicas use %s",
 				ErrTopology, k, strings.Join(Replicated(), ", "))

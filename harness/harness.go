@@ -166,7 +166,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
-		Budget: cfg.Budget,
+		Budget: cfg.Budget, RedisWait: cfg.Node.RedisWait,
+		MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
+	}
+	if t := cfg.Redis.Topology; t != "" && t != cluster.TopologySingle {
+		info.RedisTopology = t
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}

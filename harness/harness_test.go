@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -141,4 +142,30 @@ func assertNothingLeft(t *testing.T, dir string) {
 			t.Errorf("source still listening at %s", b)
 		}
 	}
+}
+
+// TestClusterNodeDoesNotStart: a Redis Cluster data node that cannot start (its
+// nodes.conf is garbage) ends the run as incomplete, saying which node, and the other
+// data nodes, toxiproxy and the relays are removed all the same.
+func TestClusterNodeDoesNotStart(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, testbin.Fenceline(t), time.Second, 1)
+	cfg.Nemeses = nil
+	cfg.Redis = cluster.RedisSpec{Topology: cluster.TopologyCluster}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "redis", "r5"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "redis", "r5", "nodes.conf"), []byte("not a cluster config\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := harness.Run(context.Background(), cfg)
+	if !errors.Is(err, harness.ErrIncomplete) || !strings.Contains(err.Error(), "data node r5") {
+		t.Fatalf("err = %v, want ErrIncomplete naming data node r5", err)
+	}
+	var info history.RunInfo
+	b, _ := os.ReadFile(filepath.Join(cfg.Dir, history.RunInfoFile))
+	if json.Unmarshal(b, &info) != nil || !strings.Contains(info.Interrupted, "data node r5") {
+		t.Fatalf("run.json does not say why the run is incomplete: %s", b)
+	}
+	assertNothingLeft(t, cfg.Dir)
 }

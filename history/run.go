@@ -62,6 +62,13 @@ type RunInfo struct {
 	// NoFence is set when the target writes the cursor without a fencing token: the
 	// no-stale-write check does not apply to it.
 	NoFence bool `json:"no_fence,omitempty"`
+	// RedisTopology is how Redis ran ("sentinel", "cluster"; empty: one server), and
+	// MinReplicasToWrite, MinReplicasMaxLag and RedisWait its mitigations: a replay
+	// runs on the same.
+	RedisTopology      string `json:"redis_topology,omitempty"`
+	MinReplicasToWrite int    `json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  int    `json:"min_replicas_max_lag,omitempty"`
+	RedisWait          int    `json:"redis_wait,omitempty"`
 }
 
 // Store is the final state of the store, read from Redis after the run's recovery phase.

@@ -46,10 +46,10 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	var redis cluster.RedisSpec
-	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels; local backend)")
-	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
-	fs.IntVar(&redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel: seconds, with --min-replicas-to-write")
-	redisWait := fs.Int("redis-wait", 0, "sentinel: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
+	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each); local backend")
+	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel, cluster: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
+	fs.IntVar(&redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel, cluster: seconds, with --min-replicas-to-write")
+	redisWait := fs.Int("redis-wait", 0, "sentinel, cluster: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -101,7 +101,8 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 }
 
 // replayFlags are the settings a replay takes from the stored run.
-var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget"}
+var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
+	"redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait"}
 
 // replaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -125,6 +126,10 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		"nemesis": cmp.Or(strings.Join(info.Nemeses, ","), "none"), "seed": strconv.FormatInt(info.Seed, 10),
 		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
 		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
+		"redis-topology":        cmp.Or(info.RedisTopology, cluster.TopologySingle),
+		"min-replicas-to-write": strconv.Itoa(info.MinReplicasToWrite),
+		"min-replicas-max-lag":  strconv.Itoa(cmp.Or(info.MinReplicasMaxLag, 1)),
+		"redis-wait":            strconv.Itoa(info.RedisWait),
 	}
 	for _, name := range replayFlags {
 		if err := fs.Set(name, set[name]); err != nil {

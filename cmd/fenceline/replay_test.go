@@ -124,3 +124,30 @@ func TestShrinkUsage(t *testing.T) {
 		}
 	}
 }
+
+// A replay runs on the stored run's Redis topology and mitigations: a cluster run
+// replayed on the docker backend is refused as the original would be, for its topology,
+// and a replay of a cluster run cannot be given --redis-topology.
+func TestReplayKeepsTheTopology(t *testing.T) {
+	dir := t.TempDir()
+	info := history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
+		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9, RedisTopology: "cluster", MinReplicasToWrite: 1, RedisWait: 1}
+	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.WriteJSON(filepath.Join(dir, history.ScheduleFile), []any{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replay", dir}, "--redis-topology cluster runs on the local backend only"},
+		{[]string{"--replay", dir, "--redis-topology", "single"}, "--redis-topology cannot be given"},
+	} {
+		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}

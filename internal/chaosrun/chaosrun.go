@@ -113,10 +113,10 @@ func (s *Spec) Prepare() error {
 		return err
 	}
 	if s.NodeCmd != "" && s.Redis.Replicated() {
-		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel here", s.Redis.Topology)
+		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel or a cluster's slots here", s.Redis.Topology)
 	}
 	if s.RedisWait > 0 && !s.Redis.Replicated() {
-		return fmt.Errorf("--redis-wait %d needs replicas (--redis-topology %s)", s.RedisWait, cluster.TopologySentinel)
+		return fmt.Errorf("--redis-wait %d needs replicas (--redis-topology %s or %s)", s.RedisWait, cluster.TopologySentinel, cluster.TopologyCluster)
 	}
 	switch s.Store {
 	case "", "redis":
