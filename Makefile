@@ -130,13 +130,15 @@ targets: check-deps build
 	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
 	  --out reports/targets --table reports/targets.md
 
-# topologies runs the reference on each Redis topology (single, sentinel) with each
-# mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once, and
-# writes the table to reports/topologies.md (the runs stay in reports/topologies/).
+# topologies runs the reference on each Redis topology (single, sentinel, cluster) with
+# each mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once,
+# and writes the table to reports/topologies.md (the runs stay in reports/topologies/).
+# TOPOLOGY=cluster runs that topology's rows alone and merges them into the table.
 PARALLEL ?= 1
+TOPOLOGY ?=
 topologies: check-deps build
 	$(CHAOS_BIN) topologies --seeds $(SEEDS) --duration $(DURATION) --parallel $(PARALLEL) \
-	  --out reports/topologies --md reports/topologies.md
+	  $(if $(TOPOLOGY),--topology $(TOPOLOGY)) --out reports/topologies --md reports/topologies.md
 
 clean:
 	rm -rf $(BIN) docker/build

@@ -223,6 +223,9 @@ func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
 			return
 		case <-t.C:
 		}
+		if n.srv.PID() == 0 {
+			continue // killed: dialling it would only fill the runner's log
+		}
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		v, err := n.poll.Do(pctx, "CLUSTER", "NODES").Text()
 		cancel()
@@ -337,6 +340,9 @@ func (s *clusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, 
 	var prim [clusterShards]*clusterNode
 	owners := map[string]int{}
 	for _, n := range s.data {
+		if n.srv.PID() == 0 {
+			return prim, fmt.Errorf("%s is not running", n.name)
+		}
 		info, err := n.poll.Do(ctx, "CLUSTER", "INFO").Text()
 		if err != nil {
 			return prim, fmt.Errorf("%s: CLUSTER INFO: %w", n.name, err)

@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/internal/topomatrix"
 )
 
@@ -26,22 +28,36 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Binary, "binary", "", "fenceline binary to run as nodes (default: this executable)")
 	fs.IntVar(&cfg.Parallel, "parallel", 1, "runs at once")
 	only := fs.String("only", "", "run only the rows whose name (topology-mitigation-fault) contains this")
+	topology := fs.String("topology", "", "run only the rows of this topology ("+strings.Join(cluster.Topologies(), ", ")+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fenceline topologies [flags]\n\nRuns the reference on each Redis topology, with each mitigation, under each Redis fault,\nand prints one table (also written to --md). Exits 0 when every run\nfinished (an invalid run is the finding, not a failure), 2 for a usage error, 3 when a\nrun could not be completed.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: fenceline topologies [flags]\n\nRuns the reference on each Redis topology, with each mitigation, under each Redis fault,\nand prints one table (also written to --md; with --topology or --only, the rows run\nreplace theirs in --md's table and the others stay). Exits 0 when every run\nfinished (an invalid run is the finding, not a failure), 2 for a usage error, 3 when a\nrun could not be completed.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	if *topology != "" && !slices.Contains(cluster.Topologies(), *topology) {
+		fmt.Fprintf(stderr, "fenceline topologies: unknown --topology %q (%s)\n", *topology, strings.Join(cluster.Topologies(), ", "))
+		return exitUsage
+	}
 	for _, c := range topomatrix.Cells() {
-		if strings.Contains(topomatrix.CellName(c), *only) {
+		if strings.Contains(topomatrix.CellName(c), *only) && (*topology == "" || c.Topology == *topology) {
 			cfg.Cells = append(cfg.Cells, c)
 		}
 	}
 	if len(cfg.Cells) == 0 {
-		fmt.Fprintf(stderr, "fenceline topologies: no row matches --only %q\n", *only)
+		fmt.Fprintf(stderr, "fenceline topologies: no row matches --only %q --topology %q\n", *only, *topology)
 		return exitUsage
 	}
+	cfg.Merge = *only != "" || *topology != ""
+	cfg.Command = "fenceline topologies"
+	if *topology != "" {
+		cfg.Command += " --topology " + *topology
+	}
+	if *only != "" {
+		cfg.Command += " --only " + *only
+	}
+	cfg.Command += fmt.Sprintf(" --seeds %d --duration %s", cfg.Seeds, cfg.Duration)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return topomatrix.Run(ctx, cfg, stdout, stderr)

@@ -30,7 +30,7 @@ import (
 	"github.com/fenceline/fenceline/workloads"
 )
 
-// Mitigation is one way of running the sentinel topology more carefully.
+// Mitigation is one way of running a replicated topology more carefully.
 type Mitigation struct {
 	Name  string
 	About string
@@ -39,13 +39,22 @@ type Mitigation struct {
 	Wait, MinReplicas int
 }
 
-// Mitigations are the matrix's mitigations, the first being none.
+// Mitigations are the matrix's mitigations of the sentinel topology, the first being
+// none.
 func Mitigations() []Mitigation {
 	return []Mitigation{
 		{Name: "none", About: "asynchronous replication as deployed by default"},
 		{Name: "wait-2", About: "the nodes WAIT for both replicas after every script (100 ms); a miss is an unknown outcome", Wait: 2},
 		{Name: "min-replicas-1", About: "the data nodes refuse writes unless one replica acknowledged within 1 s", MinReplicas: 1},
 	}
+}
+
+// ClusterMitigations are those of the cluster topology, whose primaries have one
+// replica each: WAIT for it instead of for two.
+func ClusterMitigations() []Mitigation {
+	m := Mitigations()
+	m[1] = Mitigation{Name: "wait-1", About: "cluster: the nodes WAIT for the primary's one replica after every script (100 ms); a miss is an unknown outcome", Wait: 1}
+	return m
 }
 
 // Cell is one row of the matrix: a topology, a mitigation and a fault kind.
@@ -56,13 +65,18 @@ type Cell struct {
 }
 
 // Cells lists the matrix: the single server under its restart (the baseline: an
-// append-only file synced on every write), and the sentinel topology with each
-// mitigation under each replicated fault.
+// append-only file synced on every write), then the sentinel and the cluster topology,
+// each with each of its mitigations under each replicated fault.
 func Cells() []Cell {
 	cells := []Cell{{Topology: cluster.TopologySingle, Mitigation: Mitigations()[0], Fault: faults.RedisRestart}}
-	for _, m := range Mitigations() {
-		for _, f := range faults.Replicated() {
-			cells = append(cells, Cell{Topology: cluster.TopologySentinel, Mitigation: m, Fault: f})
+	for _, t := range []struct {
+		topology string
+		ms       []Mitigation
+	}{{cluster.TopologySentinel, Mitigations()}, {cluster.TopologyCluster, ClusterMitigations()}} {
+		for _, m := range t.ms {
+			for _, f := range faults.Replicated() {
+				cells = append(cells, Cell{Topology: t.topology, Mitigation: m, Fault: f})
+			}
 		}
 	}
 	return cells
@@ -74,9 +88,16 @@ type Config struct {
 	Duration time.Duration // each run's chaos phase
 	Out      string        // receives the run directories (runs/<cell>/)
 	Markdown string        // the table's file (default Out/topologies.md)
-	Binary   string        // the fenceline binary the nodes run ("" = this one)
-	Parallel int           // runs at once (default 1)
-	Cells    []Cell        // default Cells()
+	// Merge keeps the rows of Markdown's table that this matrix does not run (and the
+	// lines that say how they were run), replacing those it runs: one topology can be
+	// run again alone. Default false: the file is written anew.
+	Merge bool
+	// Command is how the matrix was started, for the table's header (default
+	// "fenceline topologies --seeds K --duration D").
+	Command  string
+	Binary   string // the fenceline binary the nodes run ("" = this one)
+	Parallel int    // runs at once (default 1)
+	Cells    []Cell // default Cells()
 }
 
 // Markdown is the table's default file name in Config.Out.
@@ -170,13 +191,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	var b strings.Builder
 	WriteMarkdown(&b, cfg, sums)
 	md := cmp.Or(cfg.Markdown, filepath.Join(cfg.Out, Markdown))
+	out := b.String()
+	if cfg.Merge {
+		if old, rerr := os.ReadFile(md); rerr == nil {
+			out = MergeMarkdown(string(old), out)
+		}
+	}
 	if err = os.MkdirAll(filepath.Dir(md), 0o755); err == nil {
-		err = os.WriteFile(md, []byte(b.String()), 0o644)
+		err = os.WriteFile(md, []byte(out), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline topologies: %v\n", err)
 	}
-	io.WriteString(stdout, b.String())
+	io.WriteString(stdout, out)
 	for _, s := range sums {
 		if s.Unknown > 0 || s.Runs < cfg.Seeds {
 			return exitcode.Unknown
@@ -270,8 +297,15 @@ func promotionTimes(dir string, fs []history.Event) []time.Duration {
 // WriteMarkdown writes the table of sums.
 func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 	fmt.Fprintf(w, "# Redis topologies under Redis faults\n\n")
-	fmt.Fprintf(w, "`fenceline topologies --seeds %d --duration %s` (the reference implementation, 3 nodes, lease 2 s; seeds 1..%d per row), %s.\n\n",
-		cfg.Seeds, cfg.Duration, cfg.Seeds, time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(w, "The reference implementation, 3 nodes, lease 2 s; seeds 1..K per row. The rows were run by:\n\n")
+	var tops []string
+	for _, s := range sums {
+		if !slices.Contains(tops, s.Topology) {
+			tops = append(tops, s.Topology)
+		}
+	}
+	cmd := cmp.Or(cfg.Command, fmt.Sprintf("fenceline topologies --seeds %d --duration %s", cfg.Seeds, cfg.Duration))
+	fmt.Fprintf(w, "- `%s`: the %s rows, %s.\n\n", cmd, strings.Join(tops, ", "), time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintln(w, "| topology | mitigation | fault | runs | valid / invalid / unknown | checks failed (runs) | Redis lost acknowledged writes (runs) | first violation, median | failover window p50 / p99 | promotion p50 / max |")
 	fmt.Fprintln(w, "|---|---|---|---:|---|---|---:|---:|---|---|")
 	for _, s := range sums {
@@ -295,10 +329,10 @@ func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 			cmp.Or(strings.Join(failed, ", "), "—"), s.RedisLoss, fv, win, prom)
 	}
 	fmt.Fprintln(w, "\nMitigations:")
-	for _, m := range Mitigations() {
+	for _, m := range append(Mitigations(), ClusterMitigations()[1]) {
 		fmt.Fprintf(w, "- `%s`: %s.\n", m.Name, m.About)
 	}
-	fmt.Fprintln(w, "\nA failover window runs from the fault's injection to the first commit accepted under a newer token; a promotion from the injection to the `+switch-master` the Sentinels announced. Run directories are under `runs/`.")
+	fmt.Fprintln(w, "\nA failover window runs from the fault's injection to the first commit accepted under a newer token; a promotion from the injection to the `+switch-master` the Sentinels announced, or in a cluster to the first poll of the data nodes (every 50 ms) that found the replica of the election's slot a primary with a newer config epoch. Run directories are under `runs/`.")
 }
 
 // pct is the nearest-rank percentile p (0 < p <= 100) of ds.
@@ -323,4 +357,89 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// MergeMarkdown merges a new table into an old one: the old table's rows that the new
+// one does not have (by topology, mitigation and fault) are kept, in Cells order
+// with the new rows, and so are the old lines that say how they were run. Everything
+// else comes from the new table.
+func MergeMarkdown(old, new string) string {
+	oldRows, oldRuns := splitTable(old)
+	newRows, newRuns := splitTable(new)
+	var rows []string
+	kept := map[string]bool{}
+	for _, c := range Cells() {
+		k := c.Topology + "|" + c.Mitigation.Name + "|" + c.Fault
+		if r, ok := newRows[k]; ok {
+			rows = append(rows, r)
+		} else if r, ok := oldRows[k]; ok {
+			rows = append(rows, r)
+			kept[c.Topology] = true
+		}
+	}
+	var runs []string
+	for _, l := range oldRuns {
+		// A line is kept while some row it ran is: "the single, sentinel rows".
+		for t := range kept {
+			if strings.Contains(l, " "+t+",") || strings.Contains(l, " "+t+" rows") {
+				runs = append(runs, l)
+				break
+			}
+		}
+	}
+	runs = append(runs, newRuns...)
+	var b strings.Builder
+	lines := strings.Split(new, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case isRunLine(l):
+			if i > 0 && isRunLine(lines[i-1]) {
+				continue
+			}
+			b.WriteString(strings.Join(runs, "\n") + "\n")
+		case strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| topology"):
+			if i > 0 && strings.HasPrefix(lines[i-1], "|---") {
+				b.WriteString(strings.Join(rows, "\n") + "\n")
+			}
+		default:
+			b.WriteString(l + "\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func isRunLine(l string) bool { return strings.HasPrefix(l, "- `fenceline topologies") }
+
+// splitTable returns a table's rows by topology|mitigation|fault, and its lines that
+// say how they were run (a table of the first format, with one such sentence, gets it
+// as such a line).
+func splitTable(md string) (map[string]string, []string) {
+	rows := map[string]string{}
+	var runs, tops []string
+	first := ""
+	for _, l := range strings.Split(md, "\n") {
+		switch {
+		case isRunLine(l):
+			runs = append(runs, l)
+		case strings.HasPrefix(l, "`fenceline topologies"):
+			// "`fenceline topologies --seeds 3 --duration 1m0s` (the reference ...), DATE."
+			first = l
+		case strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| topology"):
+			f := strings.Split(l, "|")
+			if len(f) > 4 {
+				t := strings.TrimSpace(f[1])
+				rows[t+"|"+strings.TrimSpace(f[2])+"|"+strings.TrimSpace(f[3])] = l
+				if !slices.Contains(tops, t) {
+					tops = append(tops, t)
+				}
+			}
+		}
+	}
+	if first != "" {
+		cmd, rest, _ := strings.Cut(strings.TrimPrefix(first, "`"), "`")
+		date := strings.TrimSuffix(rest[strings.LastIndex(rest, ",")+1:], ".")
+		runs = append(runs, "- `"+cmd+"`: the "+strings.Join(tops, ", ")+" rows,"+date+".")
+	}
+	return rows, runs
 }
