@@ -69,7 +69,8 @@ type localNode struct {
 	redis   string // its redis proxy's listen address
 	source  string // its source URL through its proxy
 	// redisArgs are the node's arguments for a replicated topology: its Sentinels
-	// and its proxies to the data nodes (see sentinelSet.nodeArgs).
+	// or cluster seeds, and its proxies to the data nodes (see sentinelSet.nodeArgs,
+	// clusterSet.nodeArgs).
 	redisArgs []string
 	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
 	proc      *process
@@ -390,7 +391,7 @@ func (l *Local) control(id string) (string, error) {
 // not have: a restart of "the" Redis when there are several, a promotion with one.
 var ErrTopology = errors.New("cluster: not in this Redis topology")
 
-// KillRedis implements Cluster. The sentinel topology has no single Redis to kill.
+// KillRedis implements Cluster. A replicated topology has no single Redis to kill.
 func (l *Local) KillRedis(ctx context.Context) error {
 	if l.sentinel != nil || l.rcluster != nil {
 		return fmt.Errorf("%w: kill Redis (%s: use the replicated faults)", ErrTopology, l.cfg.Redis.Topology)
@@ -400,7 +401,8 @@ func (l *Local) KillRedis(ctx context.Context) error {
 }
 
 // StartRedis implements Cluster: it starts Redis if it is down. In the sentinel
-// topology it starts every data node and Sentinel that is down and waits until the
+// topology it starts every data node and Sentinel that is down (in the cluster
+// topology, every data node) and waits until the
 // topology settles (ErrUnsettled if it does not within SettleTimeout).
 func (l *Local) StartRedis(ctx context.Context) error {
 	if l.rcluster != nil {
@@ -421,7 +423,8 @@ func (l *Local) StartRedis(ctx context.Context) error {
 	return l.redis.Restart(ctx)
 }
 
-// RedisAddr implements Cluster: in the sentinel topology, the primary the Sentinels
+// RedisAddr implements Cluster: in the cluster topology, the primary of the election's
+// slot as last seen; in the sentinel topology, the primary the Sentinels
 // last announced (see PrimaryAddr for one that is checked).
 func (l *Local) RedisAddr() string {
 	if l.rcluster != nil {
@@ -454,7 +457,7 @@ func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
 	return l.sentinel.current().srv.Addr(), nil
 }
 
-// redisProxies are node id's proxies to Redis: one, or (sentinel) one to each data
+// redisProxies are node id's proxies to Redis: one, or (sentinel, cluster) one to each data
 // node and Sentinel, so that a partition cuts the node off from all of them.
 func (l *Local) redisProxies(id string) ([]string, error) {
 	if _, err := l.node(id); err != nil {

@@ -30,10 +30,11 @@ const (
 	FPReleaseRace    = "fp-release-race"     // the leader stopped; a two-step release stalled between its steps
 	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
 
-	// The faults of a replicated Redis topology (sentinel): they act on its data nodes.
-	RedisFailover       = "redis-failover"        // SIGKILL of the primary; Sentinel promotes a replica
-	RedisSwitchover     = "redis-switchover"      // a planned SENTINEL FAILOVER
-	RedisIsolatePrimary = "redis-isolate-primary" // primary cut off from replicas and Sentinels, not from the nodes
+	// The faults of a replicated Redis topology (sentinel, cluster): they act on its data
+	// nodes; in a cluster, on the shard of the election's hash slot.
+	RedisFailover       = "redis-failover"        // SIGKILL of the primary; Sentinel promotes a replica, or the replica itself
+	RedisSwitchover     = "redis-switchover"      // a planned SENTINEL FAILOVER, or CLUSTER FAILOVER on the replica
+	RedisIsolatePrimary = "redis-isolate-primary" // primary cut off from replicas and Sentinels (the cluster bus), not from the nodes
 	ReplicationDelay    = "replication-delay"     // replicas fall behind, then the primary dies: the promotion loses the lag
 )
 

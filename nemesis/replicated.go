@@ -21,7 +21,7 @@ const (
 )
 
 // Replicated is what the Redis faults need of a cluster with replicas; the local
-// backend's sentinel topology has it. It is found by type assertion: a cluster without
+// backend's sentinel and cluster topologies have it. It is found by type assertion: a cluster without
 // it cannot take these faults.
 type Replicated interface {
 	KillPrimary(ctx context.Context) (string, error)

@@ -106,6 +106,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		case RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay:
 			// Sentinel needs its down-after (1 s) and an election; the heal waits for
 			// the rest. Sentinel spaces two failovers by twice its failover-timeout (4 s).
+			// A cluster needs its node timeout (1 s) and an election the same way.
 			s.Params.Hold = between(1, 2)
 		}
 		steps = append(steps, s)

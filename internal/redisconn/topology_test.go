@@ -75,6 +75,26 @@ func TestFailoverClientRetries(t *testing.T) {
 	}
 }
 
+// The cluster client NewClient builds never re-sends: the election accepts it, and
+// refuses one with go-redis's default redirects (which re-send after an EOF or a
+// timeout, not only after MOVED).
+func TestClusterClientRetries(t *testing.T) {
+	t.Parallel()
+	c := redisconn.NewClient(election.ClientOptions("127.0.0.1:1"), redisconn.Target{Cluster: []string{"127.0.0.1:1"}})
+	defer c.Close()
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		t.Fatalf("NewClient with Cluster: %T, want *redis.ClusterClient", c)
+	}
+	if _, err := election.New(c, election.Config{InstanceID: "a"}); err != nil {
+		t.Fatalf("NewClient's cluster client: %v", err)
+	}
+	redirecting := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1})
+	defer redirecting.Close()
+	if _, err := election.New(redirecting, election.Config{InstanceID: "a"}); !errors.Is(err, election.ErrRetryingClient) {
+		t.Fatalf("a cluster client with the default redirects: %v, want ErrRetryingClient", err)
+	}
+}
+
 func TestTargetValidate(t *testing.T) {
 	for _, tc := range []struct {
 		t    redisconn.Target
@@ -84,6 +104,8 @@ func TestTargetValidate(t *testing.T) {
 		{redisconn.Target{Wait: 1}, "needs --redis-wait-timeout"},
 		{redisconn.Target{Wait: -1}, "want >= 0"},
 		{redisconn.Target{AddrMap: map[string]string{"a": "127.0.0.1:1"}}, "want host:port=host:port"},
+		{redisconn.Target{Sentinels: []string{"127.0.0.1:26379"}, Master: "m", Cluster: []string{"127.0.0.1:7000"}}, "exclude each other"},
+		{redisconn.Target{Cluster: []string{"7000"}}, "--redis-cluster"},
 	} {
 		if err := tc.t.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.t, err, tc.want)
