@@ -23,10 +23,29 @@ import (
 // primary only, and the Sentinels promote a replica whose counter never saw it. The
 // standby, deposed, acquires on the new primary and gets the same token again. The
 // checker must flag the reissued token, and the report must blame Redis, not the election.
+//
+// On a Redis Cluster the same: the cut-off primary serves the standby's acquire for the
+// node timeout it takes to find itself in the minority, its replica is promoted without
+// the INCR.
 func TestFailoverReissuesToken(t *testing.T) {
 	t.Parallel()
+	for _, topology := range []string{cluster.TopologySentinel, cluster.TopologyCluster} {
+		t.Run(topology, func(t *testing.T) {
+			t.Parallel()
+			failoverReissuesToken(t, topology)
+		})
+	}
+}
+
+func failoverReissuesToken(t *testing.T, topology string) {
 	ctx := context.Background()
-	c := startSentinel(t, 2, cluster.RedisSpec{}, cluster.NodeOptions{})
+	var c *cluster.Local
+	if topology == cluster.TopologySentinel {
+		c = startSentinel(t, 2, cluster.RedisSpec{}, cluster.NodeOptions{})
+	} else {
+		c = cluster.StartLocalT(t, cluster.Spec{Nodes: 2, SourceRate: 500,
+			Redis: cluster.RedisSpec{Topology: topology}, Node: cluster.NodeOptions{LeaseTTL: lease, Batch: 20}})
+	}
 	dir := c.Dir()
 	start := time.Now()
 	fl, err := os.Create(filepath.Join(dir, history.FaultsFile))

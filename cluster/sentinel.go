@@ -486,10 +486,12 @@ func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string)
 }
 
 // PauseReplicas stops every replica (SIGSTOP): the primary goes on accepting writes
-// they do not receive. ResumeReplicas continues them.
+// they do not receive. ResumeReplicas continues them. In the cluster topology the
+// election primary's stream to its replica is dropped instead (see
+// clusterSet.pauseReplica).
 func (l *Local) PauseReplicas(ctx context.Context) error {
 	if l.rcluster != nil {
-		return l.rcluster.pauseReplica()
+		return l.rcluster.pauseReplica(ctx)
 	}
 	s, err := l.replicated()
 	if err != nil {
@@ -508,8 +510,7 @@ func (l *Local) PauseReplicas(ctx context.Context) error {
 // ResumeReplicas continues every data node that PauseReplicas stopped.
 func (l *Local) ResumeReplicas(ctx context.Context) error {
 	if l.rcluster != nil {
-		l.rcluster.resumeAll()
-		return nil
+		return l.rcluster.resumeReplicas(ctx)
 	}
 	s, err := l.replicated()
 	if err != nil {
