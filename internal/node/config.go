@@ -70,9 +70,9 @@ type Config struct {
 	AuditMaxLen int64
 	// Redis are the client options (see election.ClientOptions).
 	Redis *redis.Options
-	// RedisTarget says how the client finds the primary (Sentinels, address map) and
-	// whether each script waits for replicas (WAIT). Optional: zero is one Redis at
-	// Redis.Addr.
+	// RedisTarget says how the client finds the primary (Sentinels or cluster seeds,
+	// address map) and whether each script waits for replicas (WAIT). Optional: zero is
+	// one Redis at Redis.Addr.
 	RedisTarget redisconn.Target
 }
 

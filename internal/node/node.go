@@ -171,7 +171,8 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		slog.String("workload", cfg.Workload),
 		slog.String("redis", cfg.Redis.Addr), slog.String("redis_user", cfg.Redis.Username),
 		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil),
-		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Int("redis_wait", cfg.RedisTarget.Wait))
+		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Any("redis_cluster", cfg.RedisTarget.Cluster),
+		slog.Int("redis_wait", cfg.RedisTarget.Wait))
 
 	stores, closeStores, err := makeStores(ctx, cfg, client, rec, logger)
 	if err != nil {
