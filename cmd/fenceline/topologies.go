@@ -49,7 +49,7 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline topologies: no row matches --only %q --topology %q\n", *only, *topology)
 		return exitUsage
 	}
-	cfg.Merge = *only != "" || *topology != ""
+	cfg.Merge, cfg.Only = *only != "" || *topology != "", *only
 	cfg.Command = "fenceline topologies"
 	if *topology != "" {
 		cfg.Command += " --topology " + *topology

@@ -93,11 +93,11 @@ type Config struct {
 	// run again alone. Default false: the file is written anew.
 	Merge bool
 	// Command is how the matrix was started, for the table's header (default
-	// "fenceline topologies --seeds K --duration D").
-	Command  string
-	Binary   string // the fenceline binary the nodes run ("" = this one)
-	Parallel int    // runs at once (default 1)
-	Cells    []Cell // default Cells()
+	// "fenceline topologies --seeds K --duration D"); Only, the --only it was given.
+	Command, Only string
+	Binary        string // the fenceline binary the nodes run ("" = this one)
+	Parallel      int    // runs at once (default 1)
+	Cells         []Cell // default Cells()
 }
 
 // Markdown is the table's default file name in Config.Out.
@@ -297,7 +297,7 @@ func promotionTimes(dir string, fs []history.Event) []time.Duration {
 // WriteMarkdown writes the table of sums.
 func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 	fmt.Fprintf(w, "# Redis topologies under Redis faults\n\n")
-	fmt.Fprintf(w, "The reference implementation, 3 nodes, lease 2 s; seeds 1..K per row. The rows were run by:\n\n")
+	fmt.Fprintf(w, "The reference implementation, 3 nodes, lease 2 s; seeds 1..K per row. The rows were run by (a later line's rows replace an earlier one's):\n\n")
 	var tops []string
 	for _, s := range sums {
 		if !slices.Contains(tops, s.Topology) {
@@ -305,7 +305,11 @@ func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 		}
 	}
 	cmd := cmp.Or(cfg.Command, fmt.Sprintf("fenceline topologies --seeds %d --duration %s", cfg.Seeds, cfg.Duration))
-	fmt.Fprintf(w, "- `%s`: the %s rows, %s.\n\n", cmd, strings.Join(tops, ", "), time.Now().UTC().Format("2006-01-02"))
+	which := strings.Join(tops, ", ") + " rows"
+	if cfg.Only != "" {
+		which += fmt.Sprintf(" named *%s*", cfg.Only)
+	}
+	fmt.Fprintf(w, "- `%s`: the %s, %s.\n\n", cmd, which, time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintln(w, "| topology | mitigation | fault | runs | valid / invalid / unknown | checks failed (runs) | Redis lost acknowledged writes (runs) | first violation, median | failover window p50 / p99 | promotion p50 / max |")
 	fmt.Fprintln(w, "|---|---|---|---:|---|---|---:|---:|---|---|")
 	for _, s := range sums {
