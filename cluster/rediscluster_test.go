@@ -2,6 +2,9 @@ package cluster_test
 
 import (
 	"context"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,21 @@ func TestClusterElects(t *testing.T) {
 		t.Fatalf("PrimaryAddr %s, RedisAddr %s", addr, c.RedisAddr())
 	}
 	verify(t, c)
+	// Close leaves nothing: no data node (each runs with --dir under the run
+	// directory), the primary's port closed.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), c.Dir()) {
+			t.Errorf("a process of the cluster survived Close: %s %q", f, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		conn.Close()
+		t.Errorf("the primary %s still accepts connections", addr)
+	}
 }
 
 // The election's scripts, run by go-redis's ClusterClient on a cluster whose slots are
