@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,9 @@ type clusterNode struct {
 	// poll is the harness's own client, straight to the node (no proxy): roles,
 	// cluster state, the fault commands.
 	poll *redis.Client
+	// restarting is set while the node is being started again: the watcher leaves it
+	// alone (a refused dial would only fill the runner's log with go-redis's lines).
+	restarting atomic.Bool
 }
 
 // clusterSet runs the cluster topology for a Local cluster and watches its promotions.
@@ -223,8 +227,8 @@ func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
 			return
 		case <-t.C:
 		}
-		if n.srv.PID() == 0 {
-			continue // killed: dialling it would only fill the runner's log
+		if n.srv.PID() == 0 || n.restarting.Load() {
+			continue // killed or starting: dialling it would only fill the runner's log
 		}
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		v, err := n.poll.Do(pctx, "CLUSTER", "NODES").Text()
@@ -572,7 +576,9 @@ func (s *clusterSet) restartDead(ctx context.Context) error {
 	var errs []error
 	for _, n := range s.data {
 		if n.srv.PID() == 0 {
+			n.restarting.Store(true)
 			errs = append(errs, n.srv.Restart(ctx))
+			n.restarting.Store(false)
 		}
 	}
 	return errors.Join(errs...)
