@@ -520,13 +520,13 @@ func (l *Local) ResumeReplicas(ctx context.Context) error {
 	return nil
 }
 
-// WaitPromotion waits until the Sentinels have announced a promotion away from data node
-// from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
+// WaitPromotion waits until the Sentinels have announced (or, in the cluster topology,
+// the watcher has seen) a promotion away from data node from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
 func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	promotionSince := func(since time.Time, from string) (Promotion, bool) {
-		return l.rcluster.promotionSince(since, from)
-	}
-	if l.rcluster == nil {
+	var promotionSince func(since time.Time, from string) (Promotion, bool)
+	if l.rcluster != nil {
+		promotionSince = l.rcluster.promotionSince
+	} else {
 		s, err := l.replicated()
 		if err != nil {
 			return Promotion{}, err
