@@ -3,6 +3,7 @@ package cluster
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // busRelay forwards one cluster node's bus port and can blackhole it per source.
@@ -17,14 +18,18 @@ import (
 // sends from an address of its own (bind-source-addr, one of 127.0.0.0/8), by which
 // the relay knows the sender.
 //
-// A cut connection stays open and its bytes are dropped, as toxiproxy's timeout toxic
-// with timeout 0 does: to the nodes it looks like a broken switch, not a crash.
+// A cut connection stays open and carries nothing: the relay stops reading it, so its
+// bytes wait in the kernel and then the sender, as behind a switch that drops every
+// packet while TCP retransmits. When the cut is lifted they arrive in order. (Dropping
+// them, as toxiproxy's timeout toxic does, would leave a stream with a hole in it after
+// the heal: the cluster bus then reads garbage until the link is dropped, which made a
+// healed cluster take up to 20 s to settle.)
 type busRelay struct {
 	ln       net.Listener
 	upstream string
 
 	mu    sync.Mutex
-	cut   map[string]bool // source IP whose bytes are dropped; "*": every source
+	cut   map[string]bool // source IP whose connections carry nothing; "*": every source
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -44,8 +49,8 @@ func newBusRelay(upstream string) (*busRelay, error) {
 // Addr is the address the relay listens on.
 func (r *busRelay) Addr() string { return r.ln.Addr().String() }
 
-// setCut blackholes (cut true) or lets through the bytes of connections from source
-// IP src ("*": all), in both directions, on connections open now and later.
+// setCut holds back (cut true) or lets through the bytes of connections from source IP
+// src ("*": all), in both directions, on connections open now and later.
 func (r *busRelay) setCut(src string, cut bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -61,6 +66,12 @@ func (r *busRelay) uncutAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clear(r.cut)
+}
+
+func (r *busRelay) closed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns == nil
 }
 
 func (r *busRelay) isCut(src string) bool {
@@ -108,14 +119,20 @@ func (r *busRelay) track(cs ...net.Conn) bool {
 	return true
 }
 
-// pipe copies from to to until either fails, dropping what it reads while src is cut;
-// then it closes both.
+// pipe copies from to to until either fails or the relay closes, holding what it reads
+// while src is cut (and so reading no more); then it closes both.
 func (r *busRelay) pipe(to, from net.Conn, src string) {
 	defer r.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
-		if n > 0 && !r.isCut(src) {
+		// A read in progress when the cut came: its bytes wait too.
+		for r.isCut(src) && !r.closed() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if r.closed() {
+			err = net.ErrClosed
+		} else if n > 0 {
 			if _, werr := to.Write(buf[:n]); werr != nil {
 				err = werr
 			}

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// A cut source's bytes vanish both ways, on the connection it had open and on new
-// ones, while another source goes on talking; uncut, it talks again.
+// A cut source's bytes are held back both ways, on the connection it had open and on
+// new ones, while another source goes on talking; uncut, it talks again, and what was
+// held back arrives.
 func TestBusRelayCutsOneSource(t *testing.T) {
 	t.Parallel()
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,6 +63,12 @@ func TestBusRelayCutsOneSource(t *testing.T) {
 	r.setCut("127.0.0.11", false)
 	if !talks(dial("127.0.0.11")) {
 		t.Fatal("an uncut source does not talk")
+	}
+	// What the cut held back arrives, in order, on the connection that was open.
+	_ = a.SetReadDeadline(time.Now().Add(time.Second))
+	held := make([]byte, 4)
+	if _, err := io.ReadFull(a, held); err != nil || string(held) != "ping" {
+		t.Fatalf("after the cut, the open connection reads %q, %v; want what was sent during it", held, err)
 	}
 	r.setCut("*", true)
 	if talks(b) {
