@@ -3,6 +3,9 @@ package nemesis_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,12 +38,22 @@ func replicatedFaults(t *testing.T, topology string) {
 	})
 	ctx := context.Background()
 	_, tok := leader(t, c, 0)
-	for _, kind := range faults.Replicated() {
+	kinds := faults.Replicated()
+	if topology == cluster.TopologyCluster {
+		// CLUSTER FAILOVER last. Seen twice in seven runs with it second: the isolated
+		// primary's replica, just demoted by CLUSTER FAILOVER after it had won an
+		// election of its own before, logged "Failover election won" without taking a
+		// new config epoch; the other primaries kept the slot with the isolated one and
+		// nobody served it until the heal (the watcher, rightly, saw no promotion).
+		kinds = []string{faults.RedisFailover, faults.RedisIsolatePrimary, faults.ReplicationDelay, faults.RedisSwitchover}
+	}
+	for _, kind := range kinds {
 		before := c.Promotions()
 		primary := c.RedisAddr()
 		f := inject(t, c, kind, nemesis.TargetRedis, nemesis.Params{Magnitude: 0.5})
 		what, err := f.Heal(ctx, c, nemesis.TargetRedis)
 		if err != nil {
+			logTails(t, c.Dir())
 			t.Fatalf("%s: heal: %v", kind, err)
 		}
 		// A loaded machine may add a promotion of its own (a Sentinel that waited
@@ -67,6 +80,16 @@ func replicatedFaults(t *testing.T, topology string) {
 		}
 		_, tok = leader(t, c, minToken)
 		commitsAgain(t, c)
+	}
+}
+
+// logTails logs the last lines of every data node's log, to say why a heal failed.
+func logTails(t *testing.T, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "redis", "*", "redis.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("%s:\n%s", filepath.Base(filepath.Dir(l)), strings.Join(lines[max(len(lines)-25, 0):], "\n"))
 	}
 }
 
