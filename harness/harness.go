@@ -291,11 +291,17 @@ type openFault struct {
 }
 
 // chaos runs the schedule. Faults are sequential: each is healed before the next.
+//
+// A heal can take far longer than the schedule planned (a Sentinel failover heals when
+// the old primary is a replica again, 10 s later). The rest of the schedule then moves
+// back by the overrun, so that the quiet time planned after each fault survives: without
+// it the next fault would strike at once, the system would never be seen recovering, and
+// a failover window would measure the schedule rather than the election.
 func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 	start := time.Now()
-	end := start.Add(r.cfg.Duration)
+	var shift time.Duration
 	for _, s := range steps {
-		if err := sleepUntil(ctx, start.Add(s.At)); err != nil {
+		if err := sleepUntil(ctx, start.Add(s.At+shift)); err != nil {
 			return err
 		}
 		if err := r.inject(ctx, s); err != nil {
@@ -310,8 +316,11 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 				return err
 			}
 		}
+		if over := time.Since(start.Add(s.At + shift + s.Params.Hold)); over > 0 {
+			shift += over
+		}
 	}
-	return sleepUntil(ctx, end)
+	return sleepUntil(ctx, start.Add(r.cfg.Duration+shift))
 }
 
 func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
