@@ -91,8 +91,8 @@ chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(
 
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
 # pulled; an image whose inputs did not change is not rebuilt.
-images: check-deps
-	$(GO) run ./docker/cmd/images
+images: check-deps $(if $(filter postgres,$(STORE)),check-postgres)
+	$(GO) run ./docker/cmd/images $(if $(filter postgres,$(STORE)),-postgres)
 
 # docker-prune removes the containers and networks that killed runs left behind (images stay).
 docker-prune:

@@ -62,8 +62,10 @@ type Cluster struct {
 	wg     sync.WaitGroup
 
 	redis, toxiproxy, source *box
-	nodes                    map[string]*box
-	ids                      []string
+	// postgres is the run's PostgreSQL when the nodes keep the cursor there; else nil.
+	postgres *box
+	nodes    map[string]*box
+	ids      []string
 
 	mu sync.Mutex // guards every box's addr, exited and paused
 
@@ -112,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkImages(ctx, cli); err != nil {
+	if err := checkImages(ctx, cli, cfg.Node.Store == cluster.StorePostgres && cfg.PostgresImage == ImagePostgres); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -135,6 +137,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
 	c.toxiproxy = c.newBox("toxiproxy", toxiAPIPort, probeHTTP("/version"))
 	c.source = c.newBox("source", sourcePort, probeHTTP("/health"))
+	if cfg.Node.Store == cluster.StorePostgres {
+		c.postgres = c.newBox("postgres", postgresPort, probePostgres)
+	}
 	for _, id := range c.ids {
 		c.nodes[id] = c.newBox(id, controlPort, probeHTTP("/health"))
 	}
@@ -158,8 +163,17 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 				return err
 			}
 			c.links.SetAPI("http://" + c.addr(c.toxiproxy))
-			return c.createProxies(ctx)
+			if err := c.createProxies(ctx); err != nil {
+				return err
+			}
+			if c.postgres != nil {
+				return c.createPostgresProxies(ctx)
+			}
+			return nil
 		},
+	}
+	if c.postgres != nil {
+		steps = append(steps, func() error { return c.createAndStart(ctx, c.postgres, cfg.PostgresImage, nil, nil) })
 	}
 	historyBind := []string{filepath.Join(dir, history.HistoryDir) + ":/history"}
 	for i, id := range c.ids {
@@ -171,6 +185,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			// Inside the container the control endpoint must listen on every interface;
 			// its port is published on the host's 127.0.0.1 only.
 			args = append(args, "--chaos-allow-remote-control")
+		}
+		if c.postgres != nil {
+			args = append(args, postgresArgs(i)...)
 		}
 		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], ImageFenceline, args, historyBind) })
 	}
@@ -199,7 +216,7 @@ func (c *Cluster) labels(role string) map[string]string {
 
 func (c *Cluster) boxes() []*box {
 	var all []*box
-	for _, b := range []*box{c.redis, c.toxiproxy, c.source} {
+	for _, b := range []*box{c.redis, c.toxiproxy, c.source, c.postgres} {
 		if b != nil {
 			all = append(all, b)
 		}
@@ -732,15 +749,23 @@ func removeRun(ctx context.Context, cli *client.Client, runID string) (int, erro
 }
 
 // checkImages fails with a hint when an image is missing: nothing can be pulled.
-func checkImages(ctx context.Context, cli *client.Client) error {
+func checkImages(ctx context.Context, cli *client.Client, postgres bool) error {
 	var missing []string
-	for _, img := range Images {
+	imgs := Images
+	if postgres {
+		imgs = append(imgs[:len(imgs):len(imgs)], ImagePostgres)
+	}
+	for _, img := range imgs {
 		if _, err := cli.ImageInspect(ctx, img); err != nil {
 			missing = append(missing, img)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s (build them with 'make images'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "))
+		hint := "make images"
+		if postgres {
+			hint = "make images STORE=postgres"
+		}
+		return fmt.Errorf("%w: %s (build them with '%s'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "), hint)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +167,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
-		Budget: cfg.Budget,
+		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"),
+		Redis: &history.RedisSetup{
+			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
+			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
+		},
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}

@@ -62,6 +62,23 @@ type RunInfo struct {
 	// NoFence is set when the target writes the cursor without a fencing token: the
 	// no-stale-write check does not apply to it.
 	NoFence bool `json:"no_fence,omitempty"`
+	// Store is where the nodes kept the cursor: "redis" or "postgres". Runs recorded
+	// before it existed leave it empty, which means redis.
+	Store string `json:"store,omitempty"`
+	// Redis is how Redis ran. Runs recorded before it existed leave it nil: one server.
+	Redis *RedisSetup `json:"redis,omitempty"`
+}
+
+// RedisSetup is how Redis ran in a run: what a replay needs to run it the same way.
+type RedisSetup struct {
+	// Topology is "single" or "sentinel".
+	Topology string `json:"topology"`
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds) are the data nodes'
+	// min-replicas-to-write and min-replicas-max-lag; 0: off.
+	MinReplicasToWrite int `json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  int `json:"min_replicas_max_lag,omitempty"`
+	// Wait is the nodes' --redis-wait: WAIT for this many replicas after every script.
+	Wait int `json:"wait,omitempty"`
 }
 
 // Store is the final state of the store, read from Redis after the run's recovery phase.

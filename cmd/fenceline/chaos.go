@@ -36,7 +36,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
-	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own, local backend; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
+	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own: a process on the local backend, a container of fenceline-postgres:dev on docker; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	target := fs.String("target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
 	nodeCmd := fs.String("node-cmd", "", "run this command as each node instead of fenceline (any language; docs/node-protocol.md), e.g. 'python3 examples/python-node/node.py'")
@@ -46,7 +46,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	var redis cluster.RedisSpec
-	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels; local backend)")
+	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels)")
 	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
 	fs.IntVar(&redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel: seconds, with --min-replicas-to-write")
 	redisWait := fs.Int("redis-wait", 0, "sentinel: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
@@ -101,7 +101,8 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 }
 
 // replayFlags are the settings a replay takes from the stored run.
-var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget"}
+var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
+	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait"}
 
 // replaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -125,7 +126,18 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		"nemesis": cmp.Or(strings.Join(info.Nemeses, ","), "none"), "seed": strconv.FormatInt(info.Seed, 10),
 		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
 		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
+		"store": cmp.Or(info.Store, "redis"),
 	}
+	// A run recorded before run.json had the store and the Redis setup ran on one
+	// Redis server and kept its cursor there.
+	r := history.RedisSetup{Topology: cluster.TopologySingle, MinReplicasMaxLag: 1}
+	if info.Redis != nil {
+		r = *info.Redis
+	}
+	set["redis-topology"] = cmp.Or(r.Topology, cluster.TopologySingle)
+	set["min-replicas-to-write"] = strconv.Itoa(r.MinReplicasToWrite)
+	set["min-replicas-max-lag"] = strconv.Itoa(cmp.Or(r.MinReplicasMaxLag, 1))
+	set["redis-wait"] = strconv.Itoa(r.Wait)
 	for _, name := range replayFlags {
 		if err := fs.Set(name, set[name]); err != nil {
 			return nil, fmt.Errorf("%s: %s %q: %w", history.RunInfoFile, name, set[name], err)
