@@ -42,7 +42,7 @@ type Local struct {
 	log   *slog.Logger
 	redis *redisserver.Server // the single topology's Redis
 	// sentinel runs the sentinel topology instead (redis is then nil).
-	sentinel *sentinelSet
+	sentinel *SentinelSet
 	pg       *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
 
 	toxi     *toxiproxyserver.ApiServer
@@ -66,7 +66,7 @@ type localNode struct {
 	redis   string // its redis proxy's listen address
 	source  string // its source URL through its proxy
 	// redisArgs are the node's arguments for a replicated topology: its Sentinels
-	// and its proxies to the data nodes (see sentinelSet.nodeArgs).
+	// and its proxies to the data nodes (see SentinelSet.nodeArgs).
 	redisArgs []string
 	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
 	proc      *process
@@ -393,10 +393,7 @@ func (l *Local) KillRedis(ctx context.Context) error {
 // topology settles (ErrUnsettled if it does not within SettleTimeout).
 func (l *Local) StartRedis(ctx context.Context) error {
 	if l.sentinel != nil {
-		if err := l.sentinel.restartDead(ctx); err != nil {
-			return err
-		}
-		return l.sentinel.waitSettled(ctx, SettleTimeout)
+		return l.sentinel.StartRedis(ctx)
 	}
 	if l.redis.PID() != 0 {
 		return nil
@@ -408,7 +405,7 @@ func (l *Local) StartRedis(ctx context.Context) error {
 // last announced (see PrimaryAddr for one that is checked).
 func (l *Local) RedisAddr() string {
 	if l.sentinel != nil {
-		return l.sentinel.current().srv.Addr()
+		return l.sentinel.CurrentAddr()
 	}
 	return l.redis.Addr()
 }
@@ -421,10 +418,7 @@ func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
 	if l.sentinel == nil {
 		return l.redis.Addr(), nil
 	}
-	if err := l.sentinel.waitSettled(ctx, SettleTimeout); err != nil {
-		return "", err
-	}
-	return l.sentinel.current().srv.Addr(), nil
+	return l.sentinel.PrimaryAddr(ctx)
 }
 
 // redisProxies are node id's proxies to Redis: one, or (sentinel) one to each data
@@ -511,7 +505,7 @@ func (l *Local) Close(ctx context.Context) error {
 			l.redis.Kill()
 		}
 		if l.sentinel != nil {
-			l.sentinel.close()
+			l.sentinel.Close()
 			// The promotions the run saw, for the topology table (Redis's own record
 			// is spread over three Sentinel logs).
 			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {
