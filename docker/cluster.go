@@ -64,6 +64,11 @@ type Cluster struct {
 	redis, toxiproxy, source *box
 	// postgres is the run's PostgreSQL when the nodes keep the cursor there; else nil.
 	postgres *box
+	// data and sentinels are the sentinel topology's containers (redis is then nil),
+	// sentinel its watcher, toxiIP the toxiproxy container's address (sentinel.go).
+	data, sentinels []*box
+	sentinel        *cluster.SentinelSet
+	toxiIP          string
 	nodes    map[string]*box
 	ids      []string
 
@@ -134,7 +139,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.network = nw.Name
 
-	c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
+	replicated := cfg.Redis.Topology == cluster.TopologySentinel
+	if replicated {
+		if err := os.MkdirAll(filepath.Join(dir, sentinelDir), 0o755); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+		c.newSentinelBoxes()
+	} else {
+		c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
+	}
 	c.toxiproxy = c.newBox("toxiproxy", toxiAPIPort, probeHTTP("/version"))
 	c.source = c.newBox("source", sourcePort, probeHTTP("/health"))
 	if cfg.Node.Store == cluster.StorePostgres {
@@ -156,7 +169,6 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	sourceCmd := []string{"source", "--listen", "0.0.0.0:" + portNum(sourcePort),
 		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64)}
 	steps := []func() error{
-		func() error { return c.createAndStart(ctx, c.redis, ImageRedis, redisCmd, nil) },
 		func() error { return c.createAndStart(ctx, c.source, ImageFenceline, sourceCmd, nil) },
 		func() error {
 			if err := c.createAndStart(ctx, c.toxiproxy, ImageToxiproxy, nil, nil); err != nil {
@@ -167,18 +179,42 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 				return err
 			}
 			if c.postgres != nil {
-				return c.createPostgresProxies(ctx)
+				if err := c.createPostgresProxies(ctx); err != nil {
+					return err
+				}
+			}
+			if replicated {
+				// Its servers announce the toxiproxy container's address: it must run first.
+				return c.startSentinels(ctx)
 			}
 			return nil
 		},
 	}
+	if c.redis != nil {
+		steps = append(steps, func() error { return c.createAndStart(ctx, c.redis, cfg.RedisImage, redisCmd, nil) })
+	}
 	if c.postgres != nil {
 		steps = append(steps, func() error { return c.createAndStart(ctx, c.postgres, cfg.PostgresImage, nil, nil) })
 	}
+	if replicated {
+		// The nodes' arguments name the Sentinels' addresses: the topology first.
+		if err := parallel(steps...); err != nil {
+			return nil, err
+		}
+		steps = steps[:0]
+	}
 	historyBind := []string{filepath.Join(dir, history.HistoryDir) + ":/history"}
 	for i, id := range c.ids {
-		args := cfg.Node.Args(id,
-			net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1)),
+		redisAddr := net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1))
+		var topoArgs []string
+		if replicated {
+			// The node never dials --redis: its Sentinels tell it where the primary is.
+			redisAddr = "127.0.0.1:1"
+			if topoArgs, err = c.sentinelNodeArgs(ctx, i, id); err != nil {
+				return nil, err
+			}
+		}
+		args := cfg.Node.Args(id, redisAddr,
 			"http://"+net.JoinHostPort("toxiproxy", strconv.Itoa(sourceProxyBase+i+1)),
 			"0.0.0.0:"+portNum(controlPort), "", "/history/"+id+".jsonl")
 		if cfg.Node.Chaos {
@@ -189,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		if c.postgres != nil {
 			args = append(args, postgresArgs(i)...)
 		}
+		args = append(args, topoArgs...)
 		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], ImageFenceline, args, historyBind) })
 	}
 	if err := parallel(steps...); err != nil {
@@ -216,7 +253,7 @@ func (c *Cluster) labels(role string) map[string]string {
 
 func (c *Cluster) boxes() []*box {
 	var all []*box
-	for _, b := range []*box{c.redis, c.toxiproxy, c.source, c.postgres} {
+	for _, b := range append([]*box{c.redis, c.toxiproxy, c.source, c.postgres}, append(c.data, c.sentinels...)...) {
 		if b != nil {
 			all = append(all, b)
 		}
@@ -355,8 +392,11 @@ func (c *Cluster) waitReady(ctx context.Context, b *box, addr string, exited <-c
 // toxiproxy container.
 func (c *Cluster) createProxies(ctx context.Context) error {
 	for i, id := range c.ids {
-		if _, err := c.links.CreateProxy(ctx, cluster.RedisProxyName(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
-			return fmt.Errorf("docker: %w", err)
+		// Sentinel: the node's proxies to each server are made with its arguments.
+		if c.redis != nil {
+			if _, err := c.links.CreateProxy(ctx, cluster.RedisProxyName(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
+				return fmt.Errorf("docker: %w", err)
+			}
 		}
 		if _, err := c.links.CreateProxy(ctx, cluster.SourceProxyName(id), "0.0.0.0:"+strconv.Itoa(sourceProxyBase+i+1), "source:"+portNum(sourcePort)); err != nil {
 			return fmt.Errorf("docker: %w", err)
@@ -527,6 +567,13 @@ func (c *Cluster) freeze(ctx context.Context, id string, pause bool) error {
 	if err != nil {
 		return err
 	}
+	return c.freezeBox(ctx, b, pause)
+}
+
+// freezeBox pauses (pause true) or unpauses b's container; it does nothing when the
+// container is already in that state.
+func (c *Cluster) freezeBox(ctx context.Context, b *box, pause bool) (err error) {
+	id := b.role
 	b.op.Lock()
 	defer b.op.Unlock()
 	if _, paused, ok, _ := c.state(b); !ok {
@@ -602,6 +649,9 @@ func (c *Cluster) DisarmFailpoints(ctx context.Context, id string) error {
 // KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
 // file stays in the container's writable layer.
 func (c *Cluster) KillRedis(ctx context.Context) error {
+	if c.sentinel != nil {
+		return fmt.Errorf("%w: %v", cluster.ErrTopology, errNoSingleRedis)
+	}
 	b := c.redis
 	b.op.Lock()
 	defer b.op.Unlock()
@@ -615,6 +665,9 @@ func (c *Cluster) KillRedis(ctx context.Context) error {
 // waits until it answers PING (after loading its append-only file). Its published port
 // may change: RedisAddr says where it is now.
 func (c *Cluster) StartRedis(ctx context.Context) error {
+	if c.sentinel != nil {
+		return c.sentinel.StartRedis(ctx)
+	}
 	b := c.redis
 	b.op.Lock()
 	defer b.op.Unlock()
@@ -626,22 +679,38 @@ func (c *Cluster) StartRedis(ctx context.Context) error {
 
 // RedisAddr implements cluster.Cluster: Redis's published port on 127.0.0.1, bypassing
 // every proxy. It changes when Redis is restarted.
-func (c *Cluster) RedisAddr() string { return c.addr(c.redis) }
+func (c *Cluster) RedisAddr() string {
+	if c.sentinel != nil {
+		return c.sentinel.CurrentAddr()
+	}
+	return c.addr(c.redis)
+}
 
 // AddRedisToxic implements cluster.Cluster through the toxiproxy API's published port.
 func (c *Cluster) AddRedisToxic(ctx context.Context, id string, t cluster.Toxic) error {
-	if _, err := c.node(id); err != nil {
+	ps, err := c.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return c.links.AddRedisToxic(ctx, id, t)
+	for _, p := range ps {
+		if err := c.links.AddToxic(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RemoveRedisToxics implements cluster.Cluster.
 func (c *Cluster) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
-	if _, err := c.node(id); err != nil {
+	ps, err := c.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return c.links.RemoveRedisToxics(ctx, id, names...)
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, c.links.RemoveToxics(ctx, p, names...))
+	}
+	return errors.Join(errs...)
 }
 
 // ResetLinks implements cluster.Cluster.
@@ -660,6 +729,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
+	serr := c.closeSentinels()
 	all := c.boxes()
 	for _, b := range all {
 		if b.id != "" {
@@ -677,6 +747,7 @@ func (c *Cluster) close(ctx context.Context) error {
 		}
 	}
 	_, err := removeRun(ctx, c.cli, c.cfg.RunID)
+	err = errors.Join(err, serr)
 	c.cancel()
 	c.wg.Wait()
 	for _, b := range all {

@@ -26,6 +26,10 @@ type Config struct {
 	// node's /health, Redis's PING, toxiproxy's /version, the source's /health).
 	// Default 30s.
 	StartTimeout time.Duration
+	// RedisImage is the image of Redis: the single server, or the sentinel topology's
+	// data nodes and Sentinels (run as `redis-server CONF --sentinel`). Default
+	// ImageRedis.
+	RedisImage string
 	// PostgresImage is the image of the run's PostgreSQL, for a store in PostgreSQL. It
 	// must serve the superuser postgres without a password on port 5432. Default
 	// ImagePostgres.
@@ -63,6 +67,9 @@ func (c *Config) defaults() error {
 	}
 	if c.StopGrace < 0 || c.StartTimeout < 0 {
 		return errors.New("docker: negative StopGrace or StartTimeout")
+	}
+	if c.RedisImage == "" {
+		c.RedisImage = ImageRedis
 	}
 	if c.PostgresImage == "" {
 		c.PostgresImage = ImagePostgres

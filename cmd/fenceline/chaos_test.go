@@ -86,7 +86,6 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		{[]string{"--redis-wait", "1"}, "--redis-wait 1 needs replicas"},
 		{[]string{"--min-replicas-to-write", "1"}, "min-replicas-to-write needs replicas"},
 		{[]string{"--redis-topology", "sentinel", "--min-replicas-to-write", "3"}, "min-replicas-to-write 3"},
-		{[]string{"--redis-topology", "sentinel", "--backend", "docker"}, "local backend only"},
 	} {
 		args := append([]string{"chaos", "--out", out}, tc.args...)
 		code, _, stderr := runCmd(args...)
