@@ -69,8 +69,8 @@ type Cluster struct {
 	data, sentinels []*box
 	sentinel        *cluster.SentinelSet
 	toxiIP          string
-	nodes    map[string]*box
-	ids      []string
+	nodes           map[string]*box
+	ids             []string
 
 	mu sync.Mutex // guards every box's addr, exited and paused
 
