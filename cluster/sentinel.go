@@ -400,7 +400,52 @@ func (s *SentinelSet) settled(ctx context.Context) (*dataNode, error) {
 			return nil, fmt.Errorf("%s is not a connected replica of %s (role %s of %s)", d.Name, p.Name, r, m)
 		}
 	}
+	if err := s.sentinelsReady(ctx); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// sentinelsReady checks that every Sentinel knows the others and sees every replica up:
+// until then a failover can find no Sentinel majority to authorize it, or no replica to
+// promote ("-failover-abort-no-good-slave"). A Sentinel learns of the replicas from the
+// primary's INFO (every 10 s) and of the other Sentinels from their hello messages
+// (every 2 s).
+func (s *SentinelSet) sentinelsReady(ctx context.Context) error {
+	for i, sen := range s.sentinels {
+		v, err := redisCall(ctx, sen.Addr(), "SENTINEL", "SENTINELS", SentinelMaster)
+		if err != nil {
+			return fmt.Errorf("s%d: %w", i+1, err)
+		}
+		if a, _ := v.([]any); len(a) < len(s.sentinels)-1 {
+			return fmt.Errorf("s%d knows %d other Sentinels, not %d", i+1, len(a), len(s.sentinels)-1)
+		}
+		if v, err = redisCall(ctx, sen.Addr(), "SENTINEL", "REPLICAS", SentinelMaster); err != nil {
+			return fmt.Errorf("s%d: %w", i+1, err)
+		}
+		a, _ := v.([]any)
+		up := 0
+		for _, r := range a {
+			if f := field(r, "flags"); f != "" && !strings.Contains(f, "down") && !strings.Contains(f, "disconnected") {
+				up++
+			}
+		}
+		if up < len(s.data)-1 {
+			return fmt.Errorf("s%d sees %d replicas up, not %d", i+1, up, len(s.data)-1)
+		}
+	}
+	return nil
+}
+
+// field returns key's value in a Sentinel's flat key-value reply.
+func field(v any, key string) string {
+	a, _ := v.([]any)
+	for i := 0; i+1 < len(a); i += 2 {
+		if fmt.Sprint(a[i]) == key {
+			return fmt.Sprint(a[i+1])
+		}
+	}
+	return ""
 }
 
 // waitSettled waits until the topology is settled, for at most timeout.
@@ -720,4 +765,19 @@ func (l *Local) RedisRole(ctx context.Context, name string) (r, of string, linkU
 		return "", "", false, err
 	}
 	return s.RedisRole(ctx, name)
+}
+
+// ConnectedReplicas asks the Redis at addr how many replicas are connected to it
+// (INFO replication, connected_slaves), bypassing every proxy.
+func ConnectedReplicas(ctx context.Context, addr string) (int, error) {
+	v, err := redisCall(ctx, addr, "INFO", "replication")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(fmt.Sprint(v), "\n") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(l), "connected_slaves:"); ok {
+			return strconv.Atoi(n)
+		}
+	}
+	return 0, fmt.Errorf("cluster: INFO replication of %s has no connected_slaves", addr)
 }

@@ -91,6 +91,15 @@ func (c *Cluster) startSentinels(ctx context.Context) error {
 			cluster.DataNodeArgs(c.cfg.Redis, toxiIP, port)...)
 		steps = append(steps, func() error { return c.createAndStart(ctx, b, c.cfg.RedisImage, cmd, []string{bind}) })
 	}
+	// The data nodes first: a Sentinel learns of the replicas from the primary's INFO,
+	// every 10 s, so the replicas must be there at its first.
+	if err := parallel(steps...); err != nil {
+		return err
+	}
+	if err := c.waitReplicas(ctx); err != nil {
+		return err
+	}
+	steps = steps[:0]
 	for _, b := range c.sentinels {
 		bind, err := c.confDir(b.role, "sentinel.conf", cluster.SentinelConfig(peers[0]))
 		if err != nil {
@@ -111,6 +120,25 @@ func (c *Cluster) startSentinels(ctx context.Context) error {
 		sens = append(sens, redisBox{c, b})
 	}
 	c.sentinel, err = cluster.WatchSentinels(ctx, &c.links, data, sens)
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	return nil
+}
+
+// waitReplicas waits until the primary r1 lists every replica as online.
+func (c *Cluster) waitReplicas(ctx context.Context) error {
+	want := len(c.data) - 1
+	err := cluster.WaitReady(ctx, "the replicas of r1", c.cfg.StartTimeout, nil, func(ctx context.Context) error {
+		n, err := cluster.ConnectedReplicas(ctx, c.addr(c.data[0]))
+		if err != nil {
+			return err
+		}
+		if n < want {
+			return fmt.Errorf("%d of %d replicas connected", n, want)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}

@@ -77,7 +77,8 @@ func TestReplaySettingsStoreAndTopology(t *testing.T) {
 }
 
 // A replay runs the stored schedule with the stored seed and settings: the same
-// schedule.json, and the same faults in the same order on the same kind of target.
+// schedule.json, the same faults in the same order on the same kind of target, and the
+// same store.
 func TestReplayReproducesTheSchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two chaos runs")
@@ -99,7 +100,8 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		}
 		return dir
 	}
-	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "first")
+	// With the cursor in PostgreSQL: the replay must run the store of the stored run.
+	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "--store", "postgres", "first")
 	again := run("--replay", orig, "second")
 	read := func(dir, name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -134,7 +136,8 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") {
+	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") ||
+		ia.Store != "postgres" || ib.Store != "postgres" {
 		t.Errorf("settings %+v, replayed %+v", ia, ib)
 	}
 }
