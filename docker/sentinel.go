@@ -190,7 +190,7 @@ func (c *Cluster) sentinelNodeArgs(ctx context.Context, i int, id string) ([]str
 		if err != nil {
 			return nil, err
 		}
-		amap = append(amap, net.JoinHostPort(c.peerHost(), strconv.Itoa(peerProxyBase+k+1))+"="+a)
+		amap = append(amap, net.JoinHostPort(c.toxiIP, strconv.Itoa(peerProxyBase+k+1))+"="+a)
 	}
 	for _, b := range c.sentinels {
 		a, err := proxy(b, sentinelPort)
@@ -207,9 +207,6 @@ func (c *Cluster) sentinelNodeArgs(ctx context.Context, i int, id string) ([]str
 	return []string{"--redis-sentinels", strings.Join(sens, ","), "--redis-master", cluster.SentinelMaster,
 		"--redis-addr-map", strings.Join(amap, ",")}, nil
 }
-
-// peerHost is the host of every peer address: the toxiproxy container's address.
-func (c *Cluster) peerHost() string { return c.toxiIP }
 
 // redisProxies are node id's proxies to Redis: one, or (sentinel) one to each data node
 // and Sentinel, so that a partition cuts the node off from all of them.
