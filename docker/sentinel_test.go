@@ -15,6 +15,14 @@ import (
 	"github.com/fenceline/fenceline/nemesis"
 )
 
+// The docker cluster has every ability the faults look for by type assertion: a fault
+// that finds none would report an error on docker only.
+var (
+	_ nemesis.Replicated      = (*docker.Cluster)(nil)
+	_ nemesis.PostgresProcess = (*docker.Cluster)(nil)
+	_ nemesis.PostgresLinks   = (*docker.Cluster)(nil)
+)
+
 // TestSentinelFailover: the sentinel topology (a primary, two replicas, three Sentinels,
 // each a container, every link through toxiproxy) starts on docker and a node elects
 // through it; redis-failover kills the primary's container, the Sentinels promote a
