@@ -495,7 +495,7 @@ func (s *SentinelSet) restartDead(ctx context.Context) error {
 
 // nodeArgs creates node id's proxies to every data node and Sentinel and returns the
 // node's arguments that use them: the Sentinels through its proxies, and every data
-// node's peer address mapped to its own proxy, so that a fault on the node's links
+// node's peer address and every Sentinel's own address mapped to its own proxy, so that a fault on the node's links
 // leaves everyone else's alone.
 func (s *SentinelSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
 	var sens, amap []string
@@ -512,6 +512,9 @@ func (s *SentinelSet) nodeArgs(ctx context.Context, id string) ([]string, error)
 			return nil, err
 		}
 		sens = append(sens, a)
+		// The client learns the other Sentinels' own addresses from them (SENTINEL
+		// SENTINELS) and would dial those around a partition: they map to the proxies too.
+		amap = append(amap, sen.Addr()+"="+a)
 	}
 	return []string{"--redis-sentinels", strings.Join(sens, ","), "--redis-master", SentinelMaster,
 		"--redis-addr-map", strings.Join(amap, ",")}, nil
