@@ -475,12 +475,13 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 		return nil, name, err
 	}
 	out := make([]AuditEntry, 0, n)
-	var arena []byte
-	spans := make([][2]span, 0, n) // each entry's stream id and op id in arena
+	var ids arena
+	var strs interner
+	spans := make([][2]span, 0, n) // each entry's stream id and op id in ids
 	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
 		out = append(out, AuditEntry{})
 		a := &out[len(out)-1] // decoded in place: a local would escape, one allocation a line
-		sid, op, err := decodeAudit(b, a, &arena)
+		sid, op, err := decodeAudit(b, a, &ids, &strs)
 		spans = append(spans, [2]span{sid, op})
 		if err != nil {
 			what := ""
@@ -494,9 +495,9 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 	if err != nil {
 		return nil, name, err
 	}
-	s := string(arena)
+	chunks := ids.done()
 	for i := range out {
-		out[i].StreamID, out[i].Op = s[spans[i][0].off():spans[i][0].end()], s[spans[i][1].off():spans[i][1].end()]
+		out[i].StreamID, out[i].Op = str(chunks, nil, spans[i][0]), str(chunks, nil, spans[i][1])
 	}
 	return out, name, nil
 }
@@ -727,14 +728,15 @@ func (r *Run) Locate(id string) []string {
 	files, _ := historyFiles(r.Dir)
 	files = append(files, filepath.Join(r.Dir, FaultsFile))
 	var out []string
+	b := newBuilder(0)
 	for _, f := range files {
 		rc, name, err := openData(f)
 		if err != nil {
 			continue
 		}
-		_ = scanLines(rc, name, func(line int, b []byte, _ bool) error {
-			var e Event
-			if decodeEvent(b, &e) == nil && e.ID == id {
+		_ = scanLines(rc, name, func(line int, l []byte, _ bool) error {
+			b.ids.chunks, b.ids.cur = b.ids.chunks[:0], b.ids.cur[:0] // one line's id at a time
+			if b.decode(l) == nil && str(b.ids.chunks, b.ids.cur, b.f.id) == id {
 				out = append(out, fmt.Sprintf("%s:%d", name, line))
 				if len(out) == 4 {
 					return io.EOF
