@@ -15,9 +15,9 @@ import (
 const maxOffending = 5
 
 // okByRet returns the indices of the operations answered ok (accepted commits and ok
-// loads), sorted by return time. It is computed once.
+// loads), sorted by return time. It is computed once, and is safe for concurrent use.
 func (p *parsed) okByRet() []int32 {
-	if p.byRet == nil {
+	p.byRetOnce.Do(func() {
 		p.byRet = make([]int32, 0, p.counts.OK)
 		for i := range p.ops {
 			if o := &p.ops[i]; o.out == outOK && o.ret != never {
@@ -25,7 +25,7 @@ func (p *parsed) okByRet() []int32 {
 			}
 		}
 		slices.SortStableFunc(p.byRet, func(a, b int32) int { return cmpInt(p.ops[a].ret, p.ops[b].ret) })
-	}
+	})
 	return p.byRet
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fenceline/fenceline/history"
@@ -105,8 +106,10 @@ type parsed struct {
 	auditIssues   []finding // contradictions between the histories and the audit
 	auditMissing  []finding // acknowledged commits missing from the audit
 
-	byRet      []int32          // see okByRet
-	commitByID map[string]int32 // see commitTime
+	byRet          []int32          // see okByRet
+	byRetOnce      sync.Once        // makes byRet
+	commitByID     map[string]int32 // see commitTime
+	commitByIDOnce sync.Once        // makes commitByID
 }
 
 func badf(format string, args ...any) error {
@@ -135,6 +138,17 @@ func cmpInt(a, b int64) int {
 // parse turns run into operations and resolves unknown commits from the audit stream.
 func parse(run *history.Run) (*parsed, error) {
 	p := &parsed{run: run, evs: run.Events.SortByTime(), nodeIdx: map[string]int32{}}
+	// The audit's index (a long run's largest map) is built on another core while the
+	// events are walked here.
+	var (
+		audit *auditIndex
+		dups  [][2]int32
+		wg    sync.WaitGroup
+	)
+	defer wg.Wait()
+	if st := run.Store; st != nil {
+		wg.Go(func() { audit, dups = indexAudit(st.Audit) })
+	}
 	if err := run.Info.Validate(); err != nil {
 		return nil, badf("%v", err)
 	}
@@ -251,7 +265,8 @@ func parse(run *history.Run) (*parsed, error) {
 	}
 	slices.SortStableFunc(p.faults, func(a, b fault) int { return cmpInt(a.inject, b.inject) })
 	p.count()
-	p.resolve()
+	wg.Wait()
+	p.resolve(audit, dups)
 	return p, nil
 }
 
@@ -358,7 +373,7 @@ func (p *parsed) count() {
 // unknown outcomes. "Absent from the audit" means "never reached the store" only when
 // the audit is complete: the final read happened, no Redis restart without persistence
 // could have dropped entries, and every commit a node saw answered is there.
-func (p *parsed) resolve() {
+func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 	st := p.run.Store
 	if st == nil {
 		return
@@ -368,24 +383,36 @@ func (p *parsed) resolve() {
 			p.volatile = true
 		}
 	}
-	// Op id -> first audit entry: a long run's largest map, so it lives only here, and
-	// each commit keeps its entry's index.
-	auditOf := newAuditIndex(st.Audit)
-	for i, a := range st.Audit {
-		if j, dup := auditOf.add(int32(i)); dup {
-			p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
-				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
-		}
+	for _, d := range dups {
+		j, i := d[0], d[1]
+		a := &st.Audit[i]
+		p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
+			a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
 	}
 	matched := make([]bool, len(st.Audit))
 	missing := 0
+	// The store's order is nearly the order the commits were invoked in: the entry after
+	// the last one matched is tried before the index (a million random lookups in a map
+	// that fits no cache). It is the answer exactly when it holds the id and is the
+	// first entry that does.
+	second := make(map[int32]bool, len(dups))
+	for _, d := range dups {
+		second[d[1]] = true
+	}
+	guess := int32(0)
 	for i := range p.ops {
 		o := &p.ops[i]
 		if o.kind != kCommit {
 			continue
 		}
 		id := p.evs.ID(int(o.ev))
-		j, found := auditOf.get(id)
+		j, found := guess, int(guess) < len(st.Audit) && st.Audit[guess].Op == id && !second[guess]
+		if !found {
+			j, found = auditOf.get(id)
+		}
+		if found {
+			guess = j + 1
+		}
 		if !found {
 			if o.out == outOK || o.out == outStale || o.out == outConflict {
 				missing++
@@ -508,6 +535,19 @@ func (p *parsed) describe(o *op) string {
 	}
 	fmt.Fprintf(&b, " [%s, %s]", p.t(o.call), p.t(end))
 	return b.String()
+}
+
+// indexAudit maps op ids to their first audit entry: a long run's largest map, so it
+// lives only while resolve runs, and each commit keeps its entry's index. dups lists
+// the entries whose op an earlier entry has, each with that first entry.
+func indexAudit(audit []history.AuditEntry) (x *auditIndex, dups [][2]int32) {
+	x = newAuditIndex(audit)
+	for i := range audit {
+		if j, dup := x.add(int32(i)); dup {
+			dups = append(dups, [2]int32{j, int32(i)})
+		}
+	}
+	return x, dups
 }
 
 // auditIndex finds the first audit entry of an operation id. It is keyed by a seeded
