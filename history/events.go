@@ -166,6 +166,15 @@ func (h Events) At(i int) Event {
 // Time returns the time of the i-th event.
 func (h Events) Time(i int) int64 { return h.row(i).time }
 
+// Kind returns the kind of the i-th event.
+func (h Events) Kind(i int) Kind {
+	r := h.row(i)
+	if r.layout == layoutWide {
+		return h.wide[r.x].Kind
+	}
+	return Kind(h.strs[r.kind])
+}
+
 // ID returns the id of the i-th event.
 func (h Events) ID(i int) string {
 	r := h.row(i)

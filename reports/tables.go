@@ -253,13 +253,30 @@ func (v *view) faultsTable() table {
 	return t
 }
 
-// topOverlaps returns the longest overlaps, longest first.
+// topOverlaps returns the longest overlaps, longest first (earliest first among equal
+// ones, then in the result's order). It keeps only the n it returns: a long register
+// run has hundreds of thousands of overlaps, and sorting a copy of them all cost more
+// than the rest of the table.
 func (v *view) topOverlaps(n int) []checker.Overlap {
-	ov := slices.Clone(v.res.Overlaps)
-	slices.SortStableFunc(ov, func(a, b checker.Overlap) int {
-		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(a.Start, b.Start))
-	})
-	return ov[:min(n, len(ov))]
+	before := func(a, b *checker.Overlap) bool { // strictly: equal ones keep their order
+		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(a.Start, b.Start)) < 0
+	}
+	top := make([]checker.Overlap, 0, n+1)
+	for i := range v.res.Overlaps {
+		o := &v.res.Overlaps[i]
+		if len(top) == n && (n == 0 || !before(o, &top[n-1])) {
+			continue
+		}
+		k := len(top)
+		for k > 0 && before(o, &top[k-1]) {
+			k--
+		}
+		top = slices.Insert(top, k, *o)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }
 
 func (v *view) overlapsTable() table {

@@ -156,8 +156,8 @@ func (v *view) timeBounds() {
 func pairFaults(run *history.Run) []faultSpan {
 	evs := slices.Clone(run.Faults)
 	for i := range run.Events.Len() {
-		if e := run.Events.At(i); e.Kind == history.KindFault {
-			evs = append(evs, e)
+		if run.Events.Kind(i) == history.KindFault {
+			evs = append(evs, run.Events.At(i))
 		}
 	}
 	history.SortByTime(evs)
