@@ -147,7 +147,7 @@ func parse(run *history.Run) (*parsed, error) {
 	)
 	defer wg.Wait()
 	if st := run.Store; st != nil {
-		wg.Go(func() { audit, dups = indexAudit(st.Audit) })
+		wg.Go(func() { audit, dups = indexAudit(st) })
 	}
 	if err := run.Info.Validate(); err != nil {
 		return nil, badf("%v", err)
@@ -385,11 +385,11 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 	}
 	for _, d := range dups {
 		j, i := d[0], d[1]
-		a := &st.Audit[i]
+		a := st.AuditAt(int(i))
 		p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
-			a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
+			a.Op, a.Node, j, st.AuditAt(int(j)).Result, i, a.Result)})
 	}
-	matched := make([]bool, len(st.Audit))
+	matched := make([]bool, st.AuditLen())
 	missing := 0
 	// The store's order is nearly the order the commits were invoked in: the entry after
 	// the last one matched is tried before the index (a million random lookups in a map
@@ -406,7 +406,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			continue
 		}
 		id := p.evs.ID(int(o.ev))
-		j, found := guess, int(guess) < len(st.Audit) && st.Audit[guess].Op == id && !second[guess]
+		j, found := guess, int(guess) < st.AuditLen() && st.AuditOp(int(guess)) == id && !second[guess]
 		if !found {
 			j, found = auditOf.get(id)
 		}
@@ -426,7 +426,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			continue
 		}
 		matched[j] = true
-		a := &st.Audit[j]
+		a := st.AuditAt(int(j))
 		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] {
 			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
 				p.describe(o), j, a.Node, a.Token, a.From, a.To)})
@@ -448,7 +448,8 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d shows %s", p.describe(o), j, a.Result)})
 		}
 	}
-	for j, a := range st.Audit {
+	for j := range st.AuditLen() {
+		a := st.AuditAt(j)
 		if !matched[j] {
 			if k, _ := auditOf.get(a.Op); int(k) != j {
 				continue // a second processing, reported above
@@ -464,7 +465,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			continue
 		}
 		if j := o.audit; j >= 0 {
-			if st.Audit[j].Result == "ok" {
+			if st.AuditAt(int(j)).Result == "ok" {
 				o.res = resApplied
 			} else {
 				o.res = resRejected
@@ -540,9 +541,9 @@ func (p *parsed) describe(o *op) string {
 // indexAudit maps op ids to their first audit entry: a long run's largest map, so it
 // lives only while resolve runs, and each commit keeps its entry's index. dups lists
 // the entries whose op an earlier entry has, each with that first entry.
-func indexAudit(audit []history.AuditEntry) (x *auditIndex, dups [][2]int32) {
-	x = newAuditIndex(audit)
-	for i := range audit {
+func indexAudit(st *history.Store) (x *auditIndex, dups [][2]int32) {
+	x = newAuditIndex(st)
+	for i := range st.AuditLen() {
 		if j, dup := x.add(int32(i)); dup {
 			dups = append(dups, [2]int32{j, int32(i)})
 		}
@@ -555,29 +556,29 @@ func indexAudit(audit []history.AuditEntry) (x *auditIndex, dups [][2]int32) {
 // times faster than one of strings. Ids whose hash an earlier id already has (never
 // seen in practice: the seed is random) are kept by their string.
 type auditIndex struct {
-	audit  []history.AuditEntry
+	st     *history.Store
 	hash   func(string) uint64
 	byHash map[uint64]int32
 	other  map[string]int32
 }
 
-func newAuditIndex(audit []history.AuditEntry) *auditIndex {
+func newAuditIndex(st *history.Store) *auditIndex {
 	seed := maphash.MakeSeed()
-	return &auditIndex{audit: audit, hash: func(s string) uint64 { return maphash.String(seed, s) },
-		byHash: make(map[uint64]int32, len(audit))}
+	return &auditIndex{st: st, hash: func(s string) uint64 { return maphash.String(seed, s) },
+		byHash: make(map[uint64]int32, st.AuditLen())}
 }
 
 // add indexes audit entry j, unless its op id is already indexed: then it returns the
 // entry that holds it, and true.
 func (x *auditIndex) add(j int32) (first int32, dup bool) {
-	id := x.audit[j].Op
+	id := x.st.AuditOp(int(j))
 	h := x.hash(id)
 	k, ok := x.byHash[h]
 	switch {
 	case !ok:
 		x.byHash[h] = j
 		return j, false
-	case x.audit[k].Op == id:
+	case x.st.AuditOp(int(k)) == id:
 		return k, true
 	}
 	if k, ok := x.other[id]; ok {
@@ -592,7 +593,7 @@ func (x *auditIndex) add(j int32) (first int32, dup bool) {
 
 // get returns the first audit entry of op id.
 func (x *auditIndex) get(id string) (int32, bool) {
-	if k, ok := x.byHash[x.hash(id)]; ok && x.audit[k].Op == id {
+	if k, ok := x.byHash[x.hash(id)]; ok && x.st.AuditOp(int(k)) == id {
 		return k, true
 	}
 	k, ok := x.other[id]

@@ -157,7 +157,8 @@ func (p *parsed) sinkWriters(initialCursor int64) (wrote func(pos int) int64, pa
 	}
 	var spans []span
 	var n int64
-	for _, a := range st.Audit {
+	for ai := range st.AuditLen() {
+		a := st.AuditAt(ai)
 		if a.Result != "ok" {
 			continue
 		}

@@ -94,9 +94,14 @@ type Store struct {
 	// Balances are the simulated ledger's balances, by account.
 	Balances map[string]int64 `json:"balances"`
 	// Audit is the store's audit stream: every fenced write attempt, in the store's order.
-	// WriteStore puts it in its own file, AuditFile; LoadRun reads it from there (or
-	// from store.json, where older and hand-written runs keep it).
+	// WriteStore puts it in its own file, AuditFile. LoadRun leaves here only what
+	// store.json holds (older and hand-written runs keep the audit there) and holds the
+	// entries of AuditFile packed after them: read the whole stream with AuditLen and
+	// AuditAt.
 	Audit []AuditEntry `json:"audit,omitempty"`
+	// packed holds the entries LoadRun read from AuditFile, after those of Audit (see
+	// AuditLen and AuditAt, which read both).
+	packed auditLog
 }
 
 // AuditEntry is one fenced write attempt as the store saw it.
@@ -196,7 +201,7 @@ func LoadRun(dir string) (*Run, error) {
 	var (
 		st      Store
 		stErr   error
-		audit   []AuditEntry
+		audit   auditLog
 		auErr   error
 		faults  []Event
 		fWarn   string
@@ -235,10 +240,8 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, stErr
 	}
 	switch {
-	case auErr == nil && r.Store != nil && len(r.Store.Audit) == 0:
-		r.Store.Audit = audit // no copy: a long run's audit is a hundred megabytes
 	case auErr == nil && r.Store != nil:
-		r.Store.Audit = append(r.Store.Audit, audit...)
+		r.Store.packed = audit // after the entries store.json holds, if any
 	case auErr == nil:
 		return nil, fmt.Errorf("%w: %s has %s but no %s", ErrBadInput, dir, filepath.Base(auditAt), StoreFile)
 	case !errors.Is(auErr, os.ErrNotExist):
@@ -462,27 +465,35 @@ const minEventLine = 40
 // readAudit reads the audit file (plain or compressed). Unlike a history, a torn
 // line is an error: an entry missing from the audit stream would be read as a commit
 // that never reached the store.
-func readAudit(path string) ([]AuditEntry, string, error) {
+func readAudit(path string) (auditLog, string, error) {
 	rc, name, err := openData(path)
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
 	defer rc.Close()
 	// A long run's audit has an entry per commit: counted first, so that the slice is
 	// allocated once at its size instead of doubling.
 	n, err := countLines(name)
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
-	out := make([]AuditEntry, 0, n)
+	l := auditLog{rows: make([]auditRow, 0, n)}
 	var ids arena
-	var strs interner
-	spans := make([][2]span, 0, n) // each entry's stream id and op id in ids
+	strs := map[string]uint32{"": 0}
+	l.strs = []string{""}
+	index := func(s string) uint32 {
+		k, ok := strs[s]
+		if !ok {
+			k = uint32(len(l.strs))
+			strs[s] = k
+			l.strs = append(l.strs, s)
+		}
+		return k
+	}
+	var in interner
+	var a AuditEntry
 	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
-		out = append(out, AuditEntry{})
-		a := &out[len(out)-1] // decoded in place: a local would escape, one allocation a line
-		sid, op, err := decodeAudit(b, a, &ids, &strs)
-		spans = append(spans, [2]span{sid, op})
+		sid, op, err := decodeAudit(b, &a, &ids, &in)
 		if err != nil {
 			what := ""
 			if torn {
@@ -490,16 +501,15 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 			}
 			return fmt.Errorf("%s:%d: %w%s: %v", name, line, ErrMalformed, what, err)
 		}
+		l.rows = append(l.rows, auditRow{token: a.Token, from: a.From, to: a.To, serverTime: a.ServerTime,
+			sid: sid, op: op, node: index(a.Node), result: index(a.Result)})
 		return nil
 	})
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
-	chunks := ids.done()
-	for i := range out {
-		out[i].StreamID, out[i].Op = str(chunks, nil, spans[i][0]), str(chunks, nil, spans[i][1])
-	}
-	return out, name, nil
+	l.ids = ids.done()
+	return l, name, nil
 }
 
 // readStore reads store.json, requiring the fields the harness always writes: a file
@@ -649,8 +659,8 @@ func WriteJSON(path string, v any) error {
 // entry per line.
 func WriteStore(dir string, st *Store) error {
 	var b bytes.Buffer
-	for _, a := range st.Audit {
-		line, err := json.Marshal(a)
+	for i := range st.AuditLen() {
+		line, err := json.Marshal(st.AuditAt(i))
 		if err != nil {
 			return err
 		}
@@ -671,7 +681,7 @@ func WriteStore(dir string, st *Store) error {
 		return err
 	}
 	rest := *st
-	rest.Audit = nil
+	rest.Audit, rest.packed = nil, auditLog{}
 	if err := writeJSON(filepath.Join(dir, StoreFile), &rest, false); err != nil {
 		os.Remove(audit)
 		return err

@@ -535,7 +535,7 @@ func (v *view) results(n int) *Results {
 	}
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
-			SinkEvents: len(st.Sink), AuditEntries: len(st.Audit)}
+			SinkEvents: len(st.Sink), AuditEntries: st.AuditLen()}
 		r.Store.SinkLost, r.Store.SinkDuplicated = v.sinkLost, v.sinkDup
 	}
 	r.Files = v.allFiles()

@@ -135,7 +135,7 @@ func (v *view) runTable() table {
 	}
 	if st := v.run.Store; st != nil {
 		add("final store", fmt.Sprintf("cursor %d, highest token %d, token counter %d, %d events in the sink, %d audit entries",
-			st.Cursor, st.MaxToken, st.TokenCounter, len(st.Sink), len(st.Audit)))
+			st.Cursor, st.MaxToken, st.TokenCounter, len(st.Sink), st.AuditLen()))
 	} else {
 		add("final store", "not read")
 	}

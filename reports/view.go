@@ -211,6 +211,7 @@ func (v *view) storeHistory() {
 	unanswered := map[string]history.Event{}
 	cur, curNode, lastOld := int64(math.MinInt64), "", int64(0)
 	evs := v.run.Events
+	v.commits = make([]int64, 0, min(max(v.res.Ops.Commits, 0), evs.Len())) // at most: a long run has a million
 	for i := range evs.Len() {
 		e := evs.At(i)
 		switch {
@@ -291,7 +292,8 @@ func (v *view) storeHistory() {
 	// rejected attempt is exact there. It also shows rejections the node never heard of.
 	storeTok := map[string]int64{}
 	maxTok := int64(0)
-	for _, a := range st.Audit {
+	for ai := range st.AuditLen() {
+		a := st.AuditAt(ai)
 		switch a.Result {
 		case "ok":
 			maxTok = max(maxTok, a.Token)
