@@ -169,8 +169,8 @@ func parse(run *history.Run) (*parsed, error) {
 	}
 	nops, nel := 1, 0 // one more op for the final store read
 	for i := range p.evs.Len() {
-		if e := p.evs.At(i); e.Type == history.Invoke {
-			switch e.Kind {
+		if p.evs.Type(i) == history.Invoke {
+			switch p.evs.Kind(i) {
 			case history.KindLoad, history.KindCommit:
 				nops++
 			case history.KindAcquire, history.KindRenew, history.KindRelease:

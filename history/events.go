@@ -166,6 +166,15 @@ func (h Events) At(i int) Event {
 // Time returns the time of the i-th event.
 func (h Events) Time(i int) int64 { return h.row(i).time }
 
+// Type returns the type of the i-th event.
+func (h Events) Type(i int) Type {
+	r := h.row(i)
+	if r.layout == layoutWide {
+		return h.wide[r.x].Type
+	}
+	return Type(h.strs[r.typ])
+}
+
 // Kind returns the kind of the i-th event.
 func (h Events) Kind(i int) Kind {
 	r := h.row(i)
