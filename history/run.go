@@ -67,6 +67,15 @@ type RunInfo struct {
 	Store string `json:"store,omitempty"`
 	// Redis is how Redis ran. Runs recorded before it existed leave it nil: one server.
 	Redis *RedisSetup `json:"redis,omitempty"`
+	// Schedule is how the run's schedule was made: "random" ("" too), "targeted",
+	// "mixed" (generated from Seed), or "replayed" (given, by a replay or a shrink).
+	Schedule string `json:"schedule,omitempty"`
+	// ShrunkFrom, set by `fenceline shrink` on the failing run it found, is how many
+	// faults the schedule it was shrunk from had, and ShrunkFromRun that run's directory.
+	ShrunkFrom    int    `json:"shrunk_from,omitempty"`
+	ShrunkFromRun string `json:"shrunk_from_run,omitempty"`
+	// ShrunkTo is how many faults this run's schedule has, recorded with ShrunkFrom.
+	ShrunkTo int `json:"shrunk_to,omitempty"`
 }
 
 // RedisSetup is how Redis ran in a run: what a replay needs to run it the same way.

@@ -424,6 +424,9 @@ func (v *view) headline() string {
 	if v.run.Info.Interrupted != "" {
 		parts = append(parts, "The run was not completed: "+v.run.Info.Interrupted+".")
 	}
+	if i := v.run.Info; i.ShrunkFrom > 0 {
+		parts = append(parts, fmt.Sprintf("Shrunk from %d faults to %d (fenceline shrink of %s).", i.ShrunkFrom, i.ShrunkTo, i.ShrunkFromRun))
+	}
 	return strings.Join(parts, " ")
 }
 

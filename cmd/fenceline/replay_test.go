@@ -154,11 +154,16 @@ func TestShrinkUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	noSchedule := t.TempDir()
+	if err := history.WriteJSON(filepath.Join(noSchedule, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{valid}, "only a failing run can be shrunk"},
+		{[]string{noSchedule}, "schedule.json"},
 		{[]string{t.TempDir()}, "run.json"},
 		{[]string{}, "usage: fenceline shrink"},
 	} {
