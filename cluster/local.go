@@ -364,6 +364,15 @@ func (l *Local) DisarmFailpoints(ctx context.Context, id string) error {
 	return DeleteFailpoints(ctx, control)
 }
 
+// FailpointHits reads the hit counts of a node's failpoints (see FailpointHits).
+func (l *Local) FailpointHits(ctx context.Context, id string) (map[string]int64, error) {
+	control, err := l.control(id)
+	if err != nil {
+		return nil, err
+	}
+	return FailpointHits(ctx, control)
+}
+
 // control is the control endpoint of a running node.
 func (l *Local) control(id string) (string, error) {
 	n, err := l.running(id)

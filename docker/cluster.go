@@ -646,6 +646,15 @@ func (c *Cluster) DisarmFailpoints(ctx context.Context, id string) error {
 	return cluster.DeleteFailpoints(ctx, c.addr(b))
 }
 
+// FailpointHits reads the hit counts of a node's failpoints (cluster.FailpointHits).
+func (c *Cluster) FailpointHits(ctx context.Context, id string) (map[string]int64, error) {
+	b, err := c.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.FailpointHits(ctx, c.addr(b))
+}
+
 // KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
 // file stays in the container's writable layer.
 func (c *Cluster) KillRedis(ctx context.Context) error {

@@ -61,6 +61,9 @@ type Config struct {
 	// Steps, if not nil, is the fault schedule to run (a replay of a stored run's
 	// schedule.json) instead of the one generated from Seed.
 	Steps []nemesis.Step
+	// ScheduleKind is how the schedule generated from Seed aims its faults:
+	// nemesis.ScheduleRandom (default), ScheduleTargeted or ScheduleMixed.
+	ScheduleKind string
 	// Budget is recorded in run.json as the run's failover budget (see
 	// checker.ParseBudgets); the harness does not read it. Optional.
 	Budget string
@@ -123,6 +126,7 @@ func (c Config) Schedule() ([]nemesis.Step, error) {
 	}
 	return nemesis.NewSchedule(nemesis.ScheduleOptions{
 		Seed: c.Seed, Kinds: c.Nemeses, Duration: c.Duration, LeaseTTL: lease, Nodes: c.Nodes,
+		Kind: c.ScheduleKind,
 	})
 }
 
@@ -167,11 +171,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
-		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"),
+		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
 		Redis: &history.RedisSetup{
 			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
 		},
+	}
+	if cfg.Steps != nil {
+		info.Schedule = "replayed"
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}
@@ -329,7 +336,7 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 }
 
 func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
-	f, err := nemesis.ByKind(s.Kind)
+	f, err := nemesis.ForStep(s)
 	if err != nil {
 		return err
 	}
@@ -339,6 +346,15 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	}
 	if f.TargetsNode() {
 		target = r.resolve(ctx, s.Target)
+	}
+	if a, ok := f.(nemesis.Aimer); ok {
+		// A targeted step: wait for its moment; the node held at it is the target.
+		var what string
+		target, what, err = a.Aim(ctx, r.c, target, s.Params)
+		r.log.Info("fault-aimed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.String("target", target), slog.String("what", what))
+		if err != nil {
+			r.log.Warn("fault-aim-failed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.Any("error", err))
+		}
 	}
 	if target == nemesis.TargetRedis {
 		r.mon.redisFaultInjected()

@@ -44,6 +44,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
+	schedule := fs.String("schedule", nemesis.ScheduleRandom, "how the faults are timed: random (at random times), targeted (each node fault held for the moment of the leader's life it is aimed at: just after an acquire, after the cursor load, before a commit, at a renewal, during a release; through the failpoints), or mixed (half of them aimed)")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	var redis cluster.RedisSpec
 	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels)")
@@ -86,7 +87,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Store: *store, NodeCmd: *nodeCmd, Out: *out,
-		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps,
+		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps, Schedule: *schedule,
 		Redis: redis, RedisWait: *redisWait,
 	}
 	if err := spec.Prepare(); err != nil {
@@ -110,7 +111,7 @@ var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "
 func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains(replayFlags, f.Name) {
+		if slices.Contains(replayFlags, f.Name) || f.Name == "schedule" {
 			given = append(given, "--"+f.Name)
 		}
 	})

@@ -69,6 +69,9 @@ type Spec struct {
 	Budget string
 	// Steps, if not nil, is the fault schedule to replay instead of generating one.
 	Steps []nemesis.Step
+	// Schedule is the kind of schedule generated from Seed (nemesis.ScheduleKinds;
+	// "" is random).
+	Schedule string
 	// Redis is how Redis runs (topology, min-replicas-to-write). Default: one server.
 	Redis cluster.RedisSpec
 	// RedisWait is the nodes' --redis-wait (0: none).
@@ -96,6 +99,9 @@ func (s *Spec) Prepare() error {
 	}
 	if _, err := variants.ByName(s.Variant); err != nil {
 		return err
+	}
+	if _, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Kind: s.Schedule, Nodes: 1, LeaseTTL: time.Second}); err != nil {
+		return fmt.Errorf("--schedule: %w", err)
 	}
 	if _, err := checker.ParseBudgets(s.Budget); err != nil {
 		return fmt.Errorf("--budget: %w", err)
@@ -266,7 +272,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis,
+		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
