@@ -11,6 +11,7 @@ CHAOS_TAGS := chaos,failpoints
 DURATION  ?= 60s
 NODES     ?= 3
 NEMESIS   ?= all
+SCHEDULE  ?= random
 SEED      ?= $(shell date +%s)
 BACKEND   ?= local
 WORKLOAD  ?= listener
@@ -84,7 +85,7 @@ bench-checker-coarse: build
 	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
 
 chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(filter docker,$(BACKEND)),images)
-	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) \
+	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) --schedule $(SCHEDULE) \
 	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT) \
 	  $(if $(BUDGET),--budget $(BUDGET)) \
 	  --store $(STORE)
