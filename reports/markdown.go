@@ -85,6 +85,9 @@ func (v *view) oneLine() string {
 	}
 	s := fmt.Sprintf("Seed %d, %s workload, %s, %d nodes on %s, lease TTL %s, %s of chaos",
 		in.Seed, orDash(in.Workload), design, len(v.nodes), orDash(in.Backend), dur(in.LeaseTTL), dur(in.Duration))
+	if in.Schedule != "" && in.Schedule != "random" {
+		s += ", " + in.Schedule + " schedule"
+	}
 	s += fmt.Sprintf("; %d faults, %d leader changes, %d fencing rejections.", len(v.faults), v.res.LeaderChanges, v.res.FencingRejections)
 	return s
 }

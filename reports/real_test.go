@@ -111,11 +111,15 @@ func TestShrunkRunSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	run.Info.ShrunkFrom, run.Info.ShrunkTo, run.Info.ShrunkFromRun = 12, 1, "reports/runs/orig"
+	run.Info.Schedule = "replayed"
 	res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "Shrunk from 12 faults to 1 (fenceline shrink of reports/runs/orig)."
+	if !strings.Contains(sumOneLine(t, run, res), "of chaos, replayed schedule;") {
+		t.Error("the summary does not say the schedule was replayed")
+	}
 	var sum, md, html bytes.Buffer
 	if err := reports.Summary(&sum, run, res); err != nil {
 		t.Fatal(err)
@@ -131,4 +135,13 @@ func TestShrunkRunSaysSo(t *testing.T) {
 			t.Errorf("%s does not say %q", name, want)
 		}
 	}
+}
+
+func sumOneLine(t *testing.T, run *history.Run, res *checker.Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := reports.Summary(&b, run, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
