@@ -326,10 +326,18 @@ func (m *momentFault) Inject(ctx context.Context, c Cluster, target string, p Pa
 }
 
 // Heal heals the fault, lets every held node go on, and restarts the node stopped to
-// provoke the moment once it has exited.
+// provoke the moment once it has exited. A paused node is resumed first (a frozen
+// process answers no disarm); the stop of a node held in its release is waited for
+// before anything restarts a node (the stop reads the process that a restart replaces).
 func (m *momentFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
-	what, err := m.inner.Heal(ctx, c, target)
-	errs := []error{err, m.release(ctx, c)}
+	var what string
+	var errs []error
+	healed := false
+	if m.inner.Kind() == Pause {
+		w, err := m.inner.Heal(ctx, c, target)
+		what, healed, errs = w, true, append(errs, err)
+	}
+	errs = append(errs, m.release(ctx, c))
 	for _, id := range m.successors {
 		if c.Running(id) {
 			errs = append(errs, c.DisarmFailpoints(ctx, id))
@@ -340,6 +348,10 @@ func (m *momentFault) Heal(ctx context.Context, c Cluster, target string) (strin
 			errs = append(errs, serr)
 		}
 		m.stopping = nil
+	}
+	if !healed {
+		w, err := m.inner.Heal(ctx, c, target)
+		what, errs = w, append(errs, err)
 	}
 	if m.stopped != "" && !c.Running(m.stopped) {
 		what += ", restarted " + m.stopped

@@ -103,3 +103,29 @@ func TestAimedBeforeCommit(t *testing.T) {
 	heal(t, c, f, id)
 	eventually(t, electTimeout, id+" back as follower", func() bool { return role(c, id) == "follower" })
 }
+
+// A pause aimed at a release freezes a stopped leader before its release is sent: a
+// standby takes over when the lease runs out, and after the heal the old leader's late
+// release (a compare-and-delete of a lock no longer its own) lets it exit, and it is
+// restarted.
+func TestAimedAtRelease(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3, false)
+	id, tok := leader(t, c, 0)
+	f, held, what := aim(t, c, nemesis.Pause, nemesis.MomentRelease, id)
+	if held != id || !strings.Contains(what, "held at election/release-before-send") {
+		t.Fatalf("held %s (%s), want the leader %s held before its release", held, what, id)
+	}
+	if _, err := f.Inject(context.Background(), c, id, nemesis.Params{LeaseTTL: lease}); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := leader(t, c, tok, id)
+	heal(t, c, f, id)
+	if !c.Running(id) {
+		t.Fatalf("%s not restarted", id)
+	}
+	eventually(t, electTimeout, id+" back as follower", func() bool { return role(c, id) == "follower" })
+	if role(c, next) != "leader" {
+		t.Errorf("the late release of %s ended %s's term", id, next)
+	}
+}
