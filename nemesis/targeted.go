@@ -252,9 +252,11 @@ func (m *momentFault) Aim(ctx context.Context, c Cluster, target string, p Param
 			}
 		}
 		if time.Now().After(deadline) {
-			// Let the armed nodes go: the fault lands now, on whoever leads.
-			m.release(ctx, c)
-			return leader, strings.Join(append(did, "the moment did not come within "+waitBound(p).String()), ", "), nil
+			// Let the armed nodes go: the fault lands now, on whoever leads (not on a
+			// leader this step stopped).
+			rerr := m.release(ctx, c)
+			now := m.leader(ctx, c, leader, time.Now())
+			return now, strings.Join(append(did, "the moment did not come within "+waitBound(p).String()), ", "), rerr
 		}
 		select {
 		case <-ctx.Done():
@@ -266,11 +268,20 @@ func (m *momentFault) Aim(ctx context.Context, c Cluster, target string, p Param
 }
 
 // leader is the node that leads, as the nodes' /status say, waiting for one until
-// deadline; target when no leader shows (or the cluster cannot tell).
+// deadline; when no leader shows (or the cluster cannot tell), target if it runs, else
+// the first node that runs.
 func (m *momentFault) leader(ctx context.Context, c Cluster, target string, deadline time.Time) string {
 	sr, ok := c.(statusReader)
 	if !ok {
 		return target
+	}
+	if !c.Running(target) {
+		for _, id := range c.Nodes() {
+			if c.Running(id) {
+				target = id
+				break
+			}
+		}
 	}
 	for {
 		for _, id := range c.Nodes() {
