@@ -185,20 +185,23 @@ func startCounter(client redis.UniversalClient, name string) error {
 
 // The broken scripts are the reference script with its check replaced, so that they
 // differ from it in exactly one place (a test makes sure the replacement happened).
-const referenceCheck = `if tonumber(ARGV[3]) < tonumber(stored) then
+const referenceCheck = `if cmpint(ARGV[3], stored) < 0 then
   result = 'stale-token'
-elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
+elseif cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`
 
 var (
 	unfencedScript     = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
-	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if tonumber(ARGV[4]) ~= tonumber(cursor) then
+	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
+end`, 1)
+	noCursorCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[3], stored) < 0 then
+  result = 'stale-token'
 end`, 1)
 	stringCompareScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if ARGV[3] < stored then
   result = 'stale-token'
-elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
+elseif cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`, 1)
 )
