@@ -167,7 +167,8 @@ func (l *Local) startToxiproxy() error {
 func (l *Local) startSource(ctx context.Context) error {
 	addrFile := filepath.Join(l.cfg.Dir, "addr", "source")
 	args := []string{"source", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
-		"--rate", strconv.FormatFloat(l.cfg.SourceRate, 'f', -1, 64)}
+		"--rate", strconv.FormatFloat(l.cfg.SourceRate, 'f', -1, 64),
+		"--backlog", strconv.FormatInt(l.cfg.SourceBacklog, 10)}
 	p, err := startProcess(l.cfg.Binary, args, filepath.Join(l.cfg.Dir, history.LogsDir, "source.log"))
 	if err != nil {
 		return err

@@ -167,7 +167,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		redisCmd = []string{"--protected-mode", "no", "--save", "", "--appendonly", "no"}
 	}
 	sourceCmd := []string{"source", "--listen", "0.0.0.0:" + portNum(sourcePort),
-		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64)}
+		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64),
+		"--backlog", strconv.FormatInt(cfg.SourceBacklog, 10)}
 	steps := []func() error{
 		func() error { return c.createAndStart(ctx, c.source, ImageFenceline, sourceCmd, nil) },
 		func() error {

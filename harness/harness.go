@@ -67,6 +67,9 @@ type Config struct {
 	// Budget is recorded in run.json as the run's failover budget (see
 	// checker.ParseBudgets); the harness does not read it. Optional.
 	Budget string
+	// StartToken and StartCursor are where the run's token counter and cursor begin (see
+	// BoundaryStart); both 0, the default, is a fresh store. Recorded in run.json.
+	StartToken, StartCursor int64
 	// MinFreeDisk ends the run as unknown when the run directory's filesystem has fewer
 	// bytes free: the histories of a full disk are torn. Default 16 MiB; negative: off.
 	MinFreeDisk int64
@@ -107,6 +110,10 @@ func (c *Config) defaults() error {
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = 16 << 20
 	}
+	if c.StartToken < 0 || c.StartCursor < 0 {
+		return fmt.Errorf("harness: start token %d and cursor %d must be >= 0", c.StartToken, c.StartCursor)
+	}
+	c.Node.StartToken, c.Node.StartCursor = c.StartToken, c.StartCursor
 	c.Node.Chaos = true
 	c.Node.Workload = c.Workload.Name
 	if c.Node.Batch == 0 {
@@ -172,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
 		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
+		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,
 		Redis: &history.RedisSetup{
 			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
@@ -239,6 +247,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c, err := cfg.Start(ctx, cluster.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
+		SourceBacklog: cfg.StartCursor,
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.

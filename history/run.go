@@ -76,6 +76,11 @@ type RunInfo struct {
 	ShrunkFromRun string `json:"shrunk_from_run,omitempty"`
 	// ShrunkTo is how many faults this run's schedule has, recorded with ShrunkFrom.
 	ShrunkTo int `json:"shrunk_to,omitempty"`
+	// StartToken and StartCursor are where the run began: the token counter (the first
+	// token issued is StartToken+1) and the stored cursor (the first event to ingest is
+	// StartCursor+1; the cursor record's token is 0). Both 0: a fresh store.
+	StartToken  int64 `json:"start_token,omitempty"`
+	StartCursor int64 `json:"start_cursor,omitempty"`
 }
 
 // RedisSetup is how Redis ran in a run: what a replay needs to run it the same way.

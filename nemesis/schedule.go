@@ -110,7 +110,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			s.Params.Hold = between(2, 3)
 		case RedisRestart, RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
-		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
+		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
 		case RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay:

@@ -88,6 +88,9 @@ func (v *view) oneLine() string {
 	if in.Schedule != "" && in.Schedule != "random" {
 		s += ", " + in.Schedule + " schedule"
 	}
+	if in.StartToken != 0 || in.StartCursor != 0 {
+		s += fmt.Sprintf(", token counter from %d and cursor from %d", in.StartToken, in.StartCursor)
+	}
 	s += fmt.Sprintf("; %d faults, %d leader changes, %d fencing rejections.", len(v.faults), v.res.LeaderChanges, v.res.FencingRejections)
 	return s
 }

@@ -46,6 +46,8 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
 	schedule := fs.String("schedule", scheduleAuto, "how the faults are timed: random (at random times), targeted (each node fault held for the moment of the leader's life it is aimed at: just after an acquire, before a commit, after a new leader's load, at a renewal, during a release; through the failpoints), mixed (half of them aimed), or auto: targeted for fenceline's own nodes under the listener workload, random for --target, --node-cmd and the register workload, whose code has no failpoints at those moments")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
+	startToken := fs.Int64("start-token", -1, "start the token counter here (the first token is one more); -1: near a boundary chosen by the seed (9, 99, 10^9, 10^10, 10^16, a few below)")
+	startCursor := fs.Int64("start-cursor", -1, "start the cursor here (the first event ingested is one more); -1: near a boundary chosen by the seed (0, 9, 99, 2^31, 2^32, 2^53, up to 1000 below)")
 	var redis cluster.RedisSpec
 	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server) or sentinel (a primary, two replicas, three Sentinels)")
 	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
@@ -93,6 +95,9 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps, Schedule: *schedule,
 		Redis: redis, RedisWait: *redisWait,
 	}
+	if *startToken >= 0 || *startCursor >= 0 {
+		spec.StartPinned, spec.StartToken, spec.StartCursor = true, max(*startToken, 0), max(*startCursor, 0)
+	}
 	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
@@ -122,7 +127,7 @@ func autoSchedule(target, nodeCmd, workload, budget string) string {
 
 // replayFlags are the settings a replay takes from the stored run.
 var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
-	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait"}
+	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor"}
 
 // replaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -147,6 +152,8 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
 		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
 		"store": cmp.Or(info.Store, "redis"),
+		// A run recorded before boundary starts began fresh: 0 and 0.
+		"start-token": strconv.FormatInt(info.StartToken, 10), "start-cursor": strconv.FormatInt(info.StartCursor, 10),
 	}
 	// A run recorded before run.json had the store and the Redis setup ran on one
 	// Redis server and kept its cursor there.

@@ -62,7 +62,8 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	}
 	base := chaosrun.Spec{Cmd: "shrink", Nodes: len(info.Nodes), Nemeses: info.Nemeses, Seed: info.Seed,
 		Workload: wl, Backend: info.Backend, LeaseTTL: info.LeaseTTL, Variant: info.Variant, Out: *out,
-		Binary: *binary, Quiet: true, Budget: info.Budget, Duration: info.Duration}
+		Binary: *binary, Quiet: true, Budget: info.Budget, Duration: info.Duration,
+		StartToken: info.StartToken, StartCursor: info.StartCursor, StartPinned: true}
 	if err := base.Prepare(); err != nil {
 		return fail("%v", err)
 	}

@@ -76,6 +76,11 @@ type Spec struct {
 	Redis cluster.RedisSpec
 	// RedisWait is the nodes' --redis-wait (0: none).
 	RedisWait int
+	// StartToken and StartCursor are where the run's token counter and cursor begin.
+	// Unless StartPinned, Prepare sets them from the seed (harness.BoundaryStart), or to
+	// 0 for a --node-cmd node, whose store the harness cannot seed.
+	StartToken, StartCursor int64
+	StartPinned             bool
 
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
@@ -160,6 +165,17 @@ func (s *Spec) Prepare() error {
 			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
 		}
 	}
+	switch {
+	case s.StartPinned && s.NodeCmd != "" && (s.StartToken != 0 || s.StartCursor != 0):
+		return errors.New("--start-token and --start-cursor seed a fenceline node's store, not --node-cmd's")
+	case s.StartPinned && (s.StartToken < 0 || s.StartCursor < 0):
+		return fmt.Errorf("--start-token %d and --start-cursor %d must be >= 0", s.StartToken, s.StartCursor)
+	case s.StartPinned:
+	case s.NodeCmd != "":
+		s.StartToken, s.StartCursor = 0, 0
+	default:
+		s.StartToken, s.StartCursor = harness.BoundaryStart(s.Seed)
+	}
 	if s.NodeCmd != "" {
 		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
 			return errors.New("--node-cmd runs the listener workload on the local backend, with no --target or --variant: the command is the design under test")
@@ -178,7 +194,7 @@ func (s *Spec) Prepare() error {
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
 		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
-		RedisWait: s.RedisWait, Store: s.Store}
+		RedisWait: s.RedisWait, Store: s.Store, StartToken: s.StartToken, StartCursor: s.StartCursor}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -273,9 +289,10 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
+		StartToken: s.StartToken, StartCursor: s.StartCursor,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
-	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, s.StartToken, s.StartCursor)
 	runErr := harness.Run(ctx, cfg)
 	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
 		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)

@@ -43,7 +43,7 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		}
 		return exitcode.Usage, nil
 	}
-	opts := workloads.CheckerOptions(run.Info.Workload, dir)
+	opts := workloads.CheckerOptions(run.Info, dir)
 	if opts.Budgets, err = checker.ParseBudgets(run.Info.Budget); err != nil {
 		fmt.Fprintf(stderr, "fenceline: %s: %v\n", history.RunInfoFile, err)
 		return exitcode.Usage, nil
