@@ -59,6 +59,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 	changes := leaderChanges(p)
 	res.LeaderChanges = len(changes)
 	res.Windows, res.Failover = failovers(p, changes)
+	res.Throughput = throughput(p, res.Terms)
 	res.FencingRejections, res.CursorConflicts = rejections(p)
 	for i, name := range names {
 		var cr CheckResult

@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
 		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
 		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,
+		SourceRate: cfg.Workload.SourceRate,
 		Redis: &history.RedisSetup{
 			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,

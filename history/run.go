@@ -81,6 +81,9 @@ type RunInfo struct {
 	// StartCursor+1; the cursor record's token is 0). Both 0: a fresh store.
 	StartToken  int64 `json:"start_token,omitempty"`
 	StartCursor int64 `json:"start_cursor,omitempty"`
+	// SourceRate is the event source's rate, events per second (0: unknown or
+	// unlimited): what a leader that keeps up applies.
+	SourceRate float64 `json:"source_rate,omitempty"`
 }
 
 // RedisSetup is how Redis ran in a run: what a replay needs to run it the same way.

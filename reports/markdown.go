@@ -92,6 +92,11 @@ func (v *view) oneLine() string {
 		s += fmt.Sprintf(", token counter from %d and cursor from %d", in.StartToken, in.StartCursor)
 	}
 	s += fmt.Sprintf("; %d faults, %d leader changes, %d fencing rejections.", len(v.faults), v.res.LeaderChanges, v.res.FencingRejections)
+	if tp := v.res.Throughput; tp != nil {
+		if why, slow := tp.Slow(); slow {
+			s += " Flagged (not judged): " + why + "."
+		}
+	}
 	return s
 }
 
