@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/judge"
 	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/nemesis"
@@ -190,6 +192,39 @@ func (s *Spec) Prepare() error {
 	return nil
 }
 
+// probes reports whether the run's schedule ends with the load-race probe: a listener
+// run of every fault (`--nemesis all`, one Redis, the Redis store) by fenceline nodes
+// of a failpoints build, whose schedule is generated rather than replayed.
+func (s Spec) probes() bool {
+	if s.Workload.Name != "listener" || s.NodeCmd != "" || s.Store != "" || s.Redis.Replicated() || !failpoint.Enabled {
+		return false
+	}
+	for _, k := range faults.All() {
+		if !slices.Contains(s.Nemeses, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithLoadRaceProbe returns steps with one fp-load-race aimed at the leader after the
+// last of them (1.5 lease TTLs after its heal, or half a lease into the chaos phase).
+//
+// The random schedule of `--nemesis all` never makes the old leader commit between a
+// new leader's cursor load and its first commit, and a store that checks the token but
+// not the cursor breaks only there (variants.NoCursorCheck): the probe makes every
+// default run (make chaos, soak, targets) reach that interleaving once. It runs after the
+// seed's own faults, so that the schedule a seed drew before is unchanged, and it is
+// part of schedule.json: a replay or a shrink sees it as any other step.
+func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step {
+	at := lease / 2
+	if n := len(steps); n > 0 {
+		at = steps[n-1].At + steps[n-1].Params.Hold + lease*3/2
+	}
+	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Target: nemesis.Target{Leader: true},
+		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
+}
+
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
@@ -291,6 +326,14 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
 		StartToken: s.StartToken, StartCursor: s.StartCursor,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
+	}
+	if cfg.Steps == nil && s.probes() {
+		steps, err := cfg.Schedule()
+		if err != nil {
+			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+			return Outcome{Code: exitcode.Usage, RunErr: err}
+		}
+		cfg.Steps = WithLoadRaceProbe(steps, s.LeaseTTL)
 	}
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, s.StartToken, s.StartCursor)
 	runErr := harness.Run(ctx, cfg)

@@ -5,8 +5,15 @@ package chaosrun
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/workloads"
 )
 
 // Runs started in the same second with the same seed and the same --out get a
@@ -52,5 +59,43 @@ func TestRunDirsAreExclusive(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(out, ".latest-*"))
 	if len(left) > 0 {
 		t.Errorf("temporary links left behind: %v", left)
+	}
+}
+
+// Every listener run of every fault ends with the load-race probe, after the seed's own
+// faults (which it leaves as they were); runs of chosen faults, other workloads and the
+// PostgreSQL store do not get it.
+func TestLoadRaceProbe(t *testing.T) {
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Workload: wl, Nemeses: faults.All(), LeaseTTL: 2 * time.Second}
+	if !s.probes() && failpoint.Enabled {
+		t.Error("a listener run of every fault has no probe")
+	}
+	for name, o := range map[string]Spec{
+		"chosen faults":  {Workload: wl, Nemeses: []string{faults.Kill}},
+		"register":       {Workload: workloads.Workload{Name: "register"}, Nemeses: faults.All()},
+		"postgres store": {Workload: wl, Nemeses: faults.All(), Store: "postgres"},
+	} {
+		if o.probes() {
+			t.Errorf("%s: probed", name)
+		}
+	}
+	steps, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Seed: 3, Kinds: faults.All(), Duration: time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := WithLoadRaceProbe(steps, 2*time.Second)
+	if len(got) != len(steps)+1 || !reflect.DeepEqual(got[:len(steps)], steps) {
+		t.Fatalf("the seed's schedule changed: %d steps, then %d", len(steps), len(got))
+	}
+	last, p := steps[len(steps)-1], got[len(got)-1]
+	if p.Kind != faults.FPLoadRace || !p.Target.Leader || p.At != last.At+last.Params.Hold+3*time.Second || p.Params.Hold != 6*time.Second {
+		t.Errorf("probe %+v after %+v", p, last)
+	}
+	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
+		t.Errorf("probe of an empty schedule: %+v", p)
 	}
 }
