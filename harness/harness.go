@@ -62,7 +62,8 @@ type Config struct {
 	// schedule.json) instead of the one generated from Seed.
 	Steps []nemesis.Step
 	// ScheduleKind is how the schedule generated from Seed aims its faults:
-	// nemesis.ScheduleRandom (default), ScheduleTargeted or ScheduleMixed.
+	// nemesis.ScheduleRandom (default), ScheduleTargeted or ScheduleMixed. It is
+	// recorded in run.json: "replayed" there says Steps came from a stored run.
 	ScheduleKind string
 	// Budget is recorded in run.json as the run's failover budget (see
 	// checker.ParseBudgets); the harness does not read it. Optional.
@@ -185,9 +186,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
 		},
-	}
-	if cfg.Steps != nil {
-		info.Schedule = "replayed"
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}

@@ -78,9 +78,10 @@ type Spec struct {
 	Redis cluster.RedisSpec
 	// RedisWait is the nodes' --redis-wait (0: none).
 	RedisWait int
-	// StartToken and StartCursor are where the run's token counter and cursor begin.
-	// Unless StartPinned, Prepare sets them from the seed (harness.BoundaryStart), or to
-	// 0 for a --node-cmd node, whose store the harness cannot seed.
+	// StartToken and StartCursor are where the run's token counter and cursor begin
+	// when StartPinned; otherwise each run starts where its own seed says
+	// (harness.BoundaryStart; see Start), or at 0 for a --node-cmd node, whose store
+	// the harness cannot seed.
 	StartToken, StartCursor int64
 	StartPinned             bool
 
@@ -172,11 +173,6 @@ func (s *Spec) Prepare() error {
 		return errors.New("--start-token and --start-cursor seed a fenceline node's store, not --node-cmd's")
 	case s.StartPinned && (s.StartToken < 0 || s.StartCursor < 0):
 		return fmt.Errorf("--start-token %d and --start-cursor %d must be >= 0", s.StartToken, s.StartCursor)
-	case s.StartPinned:
-	case s.NodeCmd != "":
-		s.StartToken, s.StartCursor = 0, 0
-	default:
-		s.StartToken, s.StartCursor = harness.BoundaryStart(s.Seed)
 	}
 	if s.NodeCmd != "" {
 		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
@@ -225,11 +221,25 @@ func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step
 		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
 }
 
+// Start is where the run's token counter and cursor begin: the pinned values, 0 for a
+// --node-cmd node, else those of the run's seed (harness.BoundaryStart). It is resolved
+// per run: `fenceline validate` prepares one spec and runs it under many seeds.
+func (s Spec) Start() (token, cursor int64) {
+	switch {
+	case s.StartPinned:
+		return s.StartToken, s.StartCursor
+	case s.NodeCmd != "":
+		return 0, 0
+	}
+	return harness.BoundaryStart(s.Seed)
+}
+
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
+	tok, cur := s.Start()
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
 		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
-		RedisWait: s.RedisWait, Store: s.Store, StartToken: s.StartToken, StartCursor: s.StartCursor}
+		RedisWait: s.RedisWait, Store: s.Store, StartToken: tok, StartCursor: cur}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -324,10 +334,12 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
-		StartToken: s.StartToken, StartCursor: s.StartCursor,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
-	if cfg.Steps == nil && s.probes() {
+	if s.Steps != nil {
+		cfg.ScheduleKind = "replayed"
+	} else if s.probes() {
+		// Generated here, then extended: still the seed's schedule, not a replay.
 		steps, err := cfg.Schedule()
 		if err != nil {
 			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
@@ -335,7 +347,8 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		}
 		cfg.Steps = WithLoadRaceProbe(steps, s.LeaseTTL)
 	}
-	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, s.StartToken, s.StartCursor)
+	cfg.StartToken, cfg.StartCursor = s.Start()
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, cfg.StartToken, cfg.StartCursor)
 	runErr := harness.Run(ctx, cfg)
 	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
 		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
@@ -97,5 +98,31 @@ func TestLoadRaceProbe(t *testing.T) {
 	}
 	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
 		t.Errorf("probe of an empty schedule: %+v", p)
+	}
+}
+
+// Each run starts where its own seed says, also when one spec runs many seeds
+// (validate); a pinned start is kept, and a --node-cmd node's store starts fresh.
+func TestStartPerSeed(t *testing.T) {
+	starts := map[[2]int64]bool{}
+	for seed := int64(1); seed <= 10; seed++ {
+		s := Spec{Seed: seed}
+		tok, cur := s.Start()
+		if wt, wc := harness.BoundaryStart(seed); tok != wt || cur != wc {
+			t.Errorf("seed %d starts at %d/%d, want %d/%d", seed, tok, cur, wt, wc)
+		}
+		if o := s.NodeOptions(); o.StartToken != tok || o.StartCursor != cur {
+			t.Errorf("seed %d: the nodes seed %d/%d, the run says %d/%d", seed, o.StartToken, o.StartCursor, tok, cur)
+		}
+		starts[[2]int64{tok, cur}] = true
+	}
+	if len(starts) < 5 {
+		t.Errorf("10 seeds drew %d starts", len(starts))
+	}
+	if tok, cur := (Spec{Seed: 3, StartPinned: true, StartToken: 7}).Start(); tok != 7 || cur != 0 {
+		t.Errorf("pinned start: %d/%d", tok, cur)
+	}
+	if tok, cur := (Spec{Seed: 3, NodeCmd: "python3 node.py"}).Start(); tok != 0 || cur != 0 {
+		t.Errorf("--node-cmd start: %d/%d", tok, cur)
 	}
 }
