@@ -83,7 +83,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		case CheckLeaseExclusion:
 			cr = leaseExclusion(p, res.Overlaps)
 		case CheckUnexplainedLeaderChange:
-			cr = unexplainedChanges(p, changes)
+			cr = unexplainedChanges(p, changes, res.Terms)
 		}
 		res.Checks[i] = cr
 	}

@@ -23,7 +23,8 @@ const (
 	CheckLeaseExclusion = "lease-exclusion"
 	// CheckUnexplainedLeaderChange judges the leader changes the store saw during the
 	// chaos phase: each must follow a fault (injected, or an outage of Redis the harness
-	// found) within two lease TTLs of its heal.
+	// found) within two lease TTLs of its heal, or a stall of the old leader that no
+	// fault injected (see changeStalled).
 	CheckUnexplainedLeaderChange = "unexplained-leader-change"
 )
 
@@ -231,7 +232,7 @@ func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *life
 // unexplainedChanges judges the leader changes (see CheckUnexplainedLeaderChange). A
 // change counts from the first commit under the new token; those after the final heal
 // (the nodes are stopped one by one at the end) are not judged.
-func unexplainedChanges(p *parsed, changes []change) CheckResult {
+func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
 	cr := CheckResult{Name: CheckUnexplainedLeaderChange, Verdict: Valid}
 	if p.run.Info.Workload == "register" {
 		// Its clients take tokens outside the election: a new token is no handover.
@@ -245,7 +246,12 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		return cr
 	}
 	var bad []finding
-	judged := 0
+	judged, stalled := 0, 0
+	var life *lifeSigns
+	byToken := map[int64]*Term{}
+	for i := range terms {
+		byToken[terms[i].Token] = &terms[i]
+	}
 	for _, c := range changes {
 		if c.firstNew > heal {
 			continue
@@ -254,13 +260,24 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		if p.changeExplained(c, ttl) {
 			continue
 		}
+		if life == nil {
+			life = p.lifeSigns()
+		}
+		if t := byToken[c.oldToken]; t != nil && t.Node == p.nodes[c.oldNode] && p.changeStalled(t, ttl, life) {
+			stalled++
+			continue
+		}
 		bad = append(bad, finding{at: c.firstNew, what: fmt.Sprintf(
 			"leadership passed from %s (token %d) to %s (token %d) at %s with no fault open or healed within %v before",
 			p.nodes[c.oldNode], c.oldToken, p.nodes[c.newNode], c.newToken, p.t(c.firstNew), 2*ttl)})
 	}
-	cr.Stats = map[string]int64{"changes": int64(judged), "unexplained": int64(len(bad))}
+	cr.Stats = map[string]int64{"changes": int64(judged), "stalled": int64(stalled), "unexplained": int64(len(bad))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d leader changes before the final heal, each after a fault", judged)
+		if stalled > 0 {
+			cr.Message = fmt.Sprintf("%d leader changes before the final heal: %d after a fault, %d after a stall of the old leader that no fault injected (its lease expired while it was silent or its renewal was slow)",
+				judged, judged-stalled, stalled)
+		}
 		return cr
 	}
 	cr.Verdict = Invalid
@@ -268,6 +285,59 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		judged, len(bad))
 	cr.setOffending(bad, 5, 0)
 	return cr
+}
+
+// changeStalled reports whether the old term t ended because the machine, not a fault
+// of the harness nor the election, stalled its leader: it stepped down because its
+// lease expired ("lease-expired": not a renewal Redis rejected, nor a term that ended on
+// its own), and in its last lease TTL before that it was silent (recorded nothing) for
+// at least a third of the lease (the default renew interval), or a renewal took that
+// long or never came back; and it invoked no commit or renewal after its lease ran out
+// by its own clock (counted from its last successful acquire or renewal sent) but within
+// the drift margin of its step-down. A loaded machine deschedules the node or Redis that
+// long; an election that forgets to renew goes on committing, and one that ignores its
+// deadline goes on after it: neither is excused.
+func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
+	if t.EndReason != "step-down: lease-expired" {
+		return false
+	}
+	node, ok := p.nodeIdx[t.Node]
+	if !ok {
+		return false
+	}
+	lastLease := int64(-1)
+	for _, e := range p.el {
+		if e.node == node && e.token == t.Token && e.typ == history.OK && e.call <= t.End &&
+			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			lastLease = max(lastLease, e.call)
+		}
+	}
+	if lastLease < 0 {
+		return false
+	}
+	drift := int64(ttl / driftDivisor)
+	deadline := lastLease + int64(ttl) - drift
+	lead := l.leading[node]
+	if j, _ := slices.BinarySearch(lead, deadline+1); j < len(lead) && lead[j] < t.End-drift {
+		return false
+	}
+	from, gap := max(t.Start, t.End-int64(ttl)), int64(ttl/3)
+	for _, e := range p.el {
+		if e.node == node && e.token == t.Token && e.kind == history.KindRenew && e.call >= from && e.call <= t.End &&
+			(e.ret == never || e.ret == 0 || e.ret-e.call >= gap) {
+			return true
+		}
+	}
+	all := l.all[node]
+	i, _ := slices.BinarySearch(all, from)
+	prev := from
+	for ; i < len(all) && all[i] <= t.End; i++ {
+		if all[i]-prev >= gap {
+			return true
+		}
+		prev = all[i]
+	}
+	return t.End-prev >= gap
 }
 
 // changeExplained reports whether a fault was open, or healed at most two lease TTLs

@@ -114,6 +114,20 @@ func TestLeaseExclusion(t *testing.T) {
 	}
 }
 
+// A leader change after a stall of the old leader that no fault injected (its lease
+// expired while it recorded nothing) is explained by the stall; the same leader busy
+// after its deadline, or one whose term ended on a rejected renewal, is not.
+func TestLeaderChangeAfterStall(t *testing.T) {
+	res, _ := exclusionRunAs(t, 700*time.Millisecond, "", silent)
+	if c := res.Check(CheckUnexplainedLeaderChange); c.Verdict != Valid || c.Stats["stalled"] != 1 {
+		t.Errorf("a change after a silent stall: %+v, want valid, one stall", c)
+	}
+	res, _ = exclusionRunAs(t, 700*time.Millisecond, "", busy)
+	if c := res.Check(CheckUnexplainedLeaderChange); c.Verdict != Invalid {
+		t.Errorf("a change after a leader busy past its deadline: %+v, want invalid", c)
+	}
+}
+
 // A stall of the earlier leader's process that the harness did not inject (a loaded
 // machine): its lease had run out by its own clock before the other acquired, and it
 // recorded nothing until its late step-down. Tolerated, and counted; the same under a
