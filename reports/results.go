@@ -66,12 +66,15 @@ type Results struct {
 	// LeaderChanges, FencingRejections and CursorConflicts are the checker's counts;
 	// Changes and Rejections list the leader changes and stale-token rejections. Every
 	// list of Results keeps its first and last ListLimit items (see Totals, Omitted).
-	LeaderChanges     int            `json:"leader_changes"`
-	FencingRejections int            `json:"fencing_rejections"`
-	CursorConflicts   int            `json:"cursor_conflicts"`
-	Changes           []LeaderChange `json:"changes"`
-	Rejections        []Rejection    `json:"rejections"`
-	Terms             []Term         `json:"terms"`
+	LeaderChanges     int `json:"leader_changes"`
+	FencingRejections int `json:"fencing_rejections"`
+	CursorConflicts   int `json:"cursor_conflicts"`
+	// Throughput is the checker's measurement of commit throughput (omitted when it
+	// could not be measured).
+	Throughput *checker.Throughput `json:"throughput,omitempty"`
+	Changes    []LeaderChange      `json:"changes"`
+	Rejections []Rejection         `json:"rejections"`
+	Terms      []Term              `json:"terms"`
 	// Overlaps lists the leadership overlaps, in time order.
 	Overlaps []Overlap        `json:"overlaps"`
 	Faults   []Fault          `json:"faults"`
@@ -132,6 +135,10 @@ type RunSummary struct {
 	HealAtNS *time.Duration `json:"heal_at_ns"`
 	// Interrupted says why the run stopped early; "" for a complete run.
 	Interrupted string `json:"interrupted,omitempty"`
+	// StartToken and StartCursor are where the run's token counter and cursor began
+	// (run.json); omitted for a fresh store.
+	StartToken  int64 `json:"start_token,omitempty"`
+	StartCursor int64 `json:"start_cursor,omitempty"`
 }
 
 // Check is one check's result.
@@ -455,9 +462,11 @@ func (v *view) results(n int) *Results {
 			LeaseTTLNS: in.LeaseTTL, DurationNS: in.Duration, Persistence: in.Persistence,
 			Versions: in.Versions, StartUnixNS: v.start, EndUnixNS: v.end, ElapsedNS: time.Duration(v.end - v.start),
 			Start: rfc3339(v.start), End: rfc3339(v.end), Interrupted: in.Interrupted,
+			StartToken: in.StartToken, StartCursor: in.StartCursor,
 		},
 		LeaderChanges: v.res.LeaderChanges, FencingRejections: v.res.FencingRejections, CursorConflicts: v.res.CursorConflicts,
-		Ops: v.res.Ops, CheckDurationNS: v.res.Duration,
+		Throughput: v.res.Throughput,
+		Ops:        v.res.Ops, CheckDurationNS: v.res.Duration,
 		Checks: []Check{}, Failover: []Failover{}, Windows: []Window{}, Changes: []LeaderChange{},
 		Rejections: []Rejection{}, Terms: []Term{}, Overlaps: []Overlap{}, Faults: []Fault{},
 	}

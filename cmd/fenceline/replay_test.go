@@ -28,6 +28,7 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"--replay", dir}, "schedule.json"},
 		{[]string{"--replay", t.TempDir()}, "run.json"},
 		{[]string{"--replay", dir, "--seed", "4", "--nodes", "5"}, "--nodes, --seed cannot be given"},
+		{[]string{"--replay", dir, "--start-cursor", "4"}, "--start-cursor cannot be given"},
 	} {
 		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -78,7 +79,8 @@ func TestReplaySettingsStoreAndTopology(t *testing.T) {
 
 // A replay runs the stored schedule with the stored seed and settings: the same
 // schedule.json, the same faults in the same order on the same kind of target, and the
-// same store.
+// same store, the same start of the token counter and the cursor (pinned here to values
+// no seed draws).
 func TestReplayReproducesTheSchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two chaos runs")
@@ -101,7 +103,8 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		return dir
 	}
 	// With the cursor in PostgreSQL: the replay must run the store of the stored run.
-	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "--store", "postgres", "first")
+	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "--store", "postgres",
+		"--start-token", "123456789", "--start-cursor", "2147483000", "first")
 	again := run("--replay", orig, "second")
 	read := func(dir, name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -139,6 +142,9 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") ||
 		ia.Store != "postgres" || ib.Store != "postgres" {
 		t.Errorf("settings %+v, replayed %+v", ia, ib)
+	}
+	if ia.StartToken != 123456789 || ia.StartCursor != 2147483000 || ib.StartToken != ia.StartToken || ib.StartCursor != ia.StartCursor {
+		t.Errorf("start %d/%d, replayed from %d/%d; want 123456789/2147483000 both times", ia.StartToken, ia.StartCursor, ib.StartToken, ib.StartCursor)
 	}
 }
 
