@@ -16,8 +16,9 @@ import "math/rand/v2"
 // cursor is placed below a binary limit, 2^31, 2^32 or 2^53, or a power of ten, or at 0
 // (a fresh store).
 var (
-	// tokenBoundaries: the counter starts 1..3 below one of these, so the first or
-	// second token issued is the boundary's.
+	// tokenBoundaries: the counter starts 2..4 below one of these, so the first token
+	// issued is 1..3 below it and the boundary's is the second to fourth: the tokens
+	// of the run change their number of digits between two terms.
 	tokenBoundaries = []int64{10, 100, 1e9, 1e10, 1e16}
 	// cursorBoundaries: the cursor starts up to cursorSpread events below one of
 	// these (0: a fresh store).
@@ -34,7 +35,7 @@ const cursorSpread = 1000
 func BoundaryStart(seed int64) (token, cursor int64) {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x626f756e64617279)) // "boundary"
 	tb := tokenBoundaries[r.IntN(len(tokenBoundaries))]
-	token = tb - 1 - r.Int64N(3)
+	token = tb - 2 - r.Int64N(3)
 	cb := cursorBoundaries[r.IntN(len(cursorBoundaries))]
 	if cb > 0 {
 		cursor = cb - 1 - r.Int64N(min(cb, cursorSpread))
