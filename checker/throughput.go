@@ -80,10 +80,11 @@ func (t Throughput) Slow() (string, bool) {
 
 // throughput measures Throughput from the accepted commits (by their return time) and
 // the terms. It returns nil for a run without a lease TTL or a final heal, or without
-// an accepted commit before the first fault.
+// an accepted commit before the first fault, and for the register workload, whose
+// clients commit as fast as they contend, not as the source produces.
 func throughput(p *parsed, terms []Term) *Throughput {
 	ttl, heal := p.run.Info.LeaseTTL, p.run.Info.HealTime
-	if ttl <= 0 || heal == 0 {
+	if ttl <= 0 || heal == 0 || p.run.Info.Workload == "register" {
 		return nil
 	}
 	var accepted []*op
