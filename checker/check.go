@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fenceline/fenceline/history"
@@ -37,20 +39,33 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 			ev: -1, done: -1, audit: -1, kind: kLoad, out: outOK, final: true})
 	}
 	res := &Result{Start: p.start, Ops: p.counts}
+	// The checks only read p, so they run side by side: linearizability (the longest,
+	// its own pieces in parallel when the chain decision leaves it open) on a goroutine
+	// of its own, everything else here. okByRet, which several share, is made first.
+	p.okByRet()
+	var names []string
+	for _, name := range AllChecks() {
+		if opts.enabled(name) {
+			names = append(names, name)
+		}
+	}
+	res.Checks = make([]CheckResult, len(names))
+	var wg sync.WaitGroup
+	if i := slices.Index(names, CheckLinearizability); i >= 0 {
+		wg.Go(func() { res.Checks[i] = linearizability(ctx, p, opts) })
+	}
 	res.Terms = terms(p)
 	res.Overlaps = overlaps(res.Terms)
 	changes := leaderChanges(p)
 	res.LeaderChanges = len(changes)
 	res.Windows, res.Failover = failovers(p, changes)
+	res.Throughput = throughput(p, res.Terms)
 	res.FencingRejections, res.CursorConflicts = rejections(p)
-	for _, name := range AllChecks() {
-		if !opts.enabled(name) {
-			continue
-		}
+	for i, name := range names {
 		var cr CheckResult
 		switch name {
 		case CheckLinearizability:
-			cr = linearizability(ctx, p, opts)
+			continue
 		case CheckStaleWrite:
 			cr = staleWrite(p)
 		case CheckUniqueTokens:
@@ -68,10 +83,11 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		case CheckLeaseExclusion:
 			cr = leaseExclusion(p, res.Overlaps)
 		case CheckUnexplainedLeaderChange:
-			cr = unexplainedChanges(p, changes)
+			cr = unexplainedChanges(p, changes, res.Terms)
 		}
-		res.Checks = append(res.Checks, cr)
+		res.Checks[i] = cr
 	}
+	wg.Wait()
 	if len(opts.Budgets) > 0 {
 		res.Checks = append(res.Checks, failoverBudget(res, opts.Budgets))
 	}

@@ -247,7 +247,7 @@ func TestSimulatedRunsAgreeWithUncut(t *testing.T) {
 func TestAuditIndexCollisions(t *testing.T) {
 	audit := []history.AuditEntry{{Op: "a"}, {Op: "b"}, {Op: "a"}, {Op: "c"}, {Op: "b"}}
 	for _, hash := range []func(string) uint64{func(string) uint64 { return 7 }, nil} {
-		x := newAuditIndex(audit)
+		x := newAuditIndex(&history.Store{Audit: audit})
 		if hash != nil {
 			x.hash = hash // every id collides
 		}

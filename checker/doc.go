@@ -43,13 +43,17 @@
 //   - audit consistency: the nodes' records of their commits agree with the audit;
 //   - lease exclusion: every interval in which two nodes believed they led, longer than
 //     the drift margin (lease TTL/20), is explained by a pause or clock fault of the
-//     earlier leader (or by Redis losing the lease, or a stalled elector);
-//   - unexplained leader change: every handover before the final heal follows a fault;
+//     earlier leader (or by Redis losing the lease, or a stalled elector), or by a stall
+//     of its process that no fault injected: its lease had run out by its own clock
+//     before the other acquired and it recorded nothing while late (stallExplained);
+//   - unexplained leader change: every handover before the final heal follows a fault,
+//     or a stall of the old leader that no fault injected (changeStalled);
 //   - failover budget (only with Options.Budgets): no window statistic over budget.
 //
 // It also measures, without judging: the leadership terms and the intervals in which
-// two nodes each believed they led; leader changes; fencing rejections; and failover
-// windows per fault kind (see Window for which faults get one).
+// two nodes each believed they led; leader changes; fencing rejections; failover
+// windows per fault kind (see Window for which faults get one); and commit throughput
+// outside fault windows against the fault-free warm-up (Throughput, which reports flag).
 //
 // # What it does not prove
 //

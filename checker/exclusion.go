@@ -2,7 +2,11 @@ package checker
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/fenceline/fenceline/history"
 )
 
 // Checks of the election's own promise: mutual exclusion of the lease, except where a
@@ -11,12 +15,16 @@ const (
 	// CheckLeaseExclusion judges every leadership overlap: it must be explained by a
 	// pause or clock fault on the earlier leader (or by Redis losing its data, or by a
 	// failpoint that stalled the elector itself), or last no longer than the drift
-	// margin (LeaseTTL/20, the election's default). Any other overlap is a leader that
-	// believed in a lease Redis had already given to someone else.
+	// margin (LeaseTTL/20, the election's default), or be a stall of the earlier
+	// leader's process that no fault injected (see stallExplained): its own lease had
+	// run out by its last renewal before the other acquired, and it did nothing as
+	// leader while it was late. Any other overlap is a leader that believed in a lease
+	// Redis had already given to someone else.
 	CheckLeaseExclusion = "lease-exclusion"
 	// CheckUnexplainedLeaderChange judges the leader changes the store saw during the
 	// chaos phase: each must follow a fault (injected, or an outage of Redis the harness
-	// found) within two lease TTLs of its heal.
+	// found) within two lease TTLs of its heal, or a stall of the old leader that no
+	// fault injected (see changeStalled).
 	CheckUnexplainedLeaderChange = "unexplained-leader-change"
 )
 
@@ -52,7 +60,9 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	}
 	tolerance := ttl / driftDivisor
 	var bad []finding
-	explained, tolerated := 0, 0
+	explained, tolerated, stalled := 0, 0, 0
+	var longestStall time.Duration
+	var life *lifeSigns
 	for _, o := range ov {
 		if o.Duration <= tolerance {
 			tolerated++
@@ -62,14 +72,24 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 			explained++
 			continue
 		}
+		if life == nil {
+			life = p.lifeSigns()
+		}
+		why, late := p.stallExplained(o, ttl, tolerance, life)
+		if why == "" {
+			stalled++
+			longestStall = max(longestStall, late)
+			continue
+		}
 		bad = append(bad, finding{at: o.Start, what: fmt.Sprintf(
-			"%s (token %d) still believed it led for %v after %s (token %d) acquired the lease at %s (until %s); no pause or clock fault on %s explains it (tolerance %v)",
-			o.NodeA, o.TokenA, o.Duration.Round(time.Millisecond), o.NodeB, o.TokenB, p.t(o.Start), p.t(o.End), o.NodeA, tolerance)})
+			"%s (token %d) still believed it led for %v after %s (token %d) acquired the lease at %s (until %s); no pause or clock fault on %s explains it (tolerance %v), nor a stall: %s",
+			o.NodeA, o.TokenA, o.Duration.Round(time.Millisecond), o.NodeB, o.TokenB, p.t(o.Start), p.t(o.End), o.NodeA, tolerance, why)})
 	}
-	cr.Stats = map[string]int64{"overlaps": int64(len(ov)), "explained": int64(explained), "tolerated": int64(tolerated), "unexplained": int64(len(bad))}
+	cr.Stats = map[string]int64{"overlaps": int64(len(ov)), "explained": int64(explained), "tolerated": int64(tolerated),
+		"stalled": int64(stalled), "longest_stall_ns": int64(longestStall), "unexplained": int64(len(bad))}
 	if len(bad) == 0 {
-		cr.Message = fmt.Sprintf("%d overlaps of leadership: %d explained by a pause, clock or Redis fault, %d within the drift margin (%v); none unexplained",
-			len(ov), explained, tolerated, tolerance)
+		cr.Message = fmt.Sprintf("%d overlaps of leadership: %d explained by a pause, clock or Redis fault, %d within the drift margin (%v), %d by a stall of the earlier leader's process that no fault injected (its lease had run out by its own clock, and it did nothing as leader until it stepped down; longest %v); none unexplained",
+			len(ov), explained, tolerated, tolerance, stalled, longestStall.Round(time.Millisecond))
 		return cr
 	}
 	cr.Verdict = Invalid
@@ -97,10 +117,122 @@ func (p *parsed) overlapExplained(o Overlap, ttl time.Duration) bool {
 	return false
 }
 
+// lifeSigns holds, per node, the sorted times of everything it recorded (invokes and
+// completions of its store and election operations, its step-downs), and the invoke
+// times of what only a leader does (commits and renewals).
+type lifeSigns struct {
+	all, leading map[int32][]int64
+}
+
+func (p *parsed) lifeSigns() *lifeSigns {
+	l := &lifeSigns{all: map[int32][]int64{}, leading: map[int32][]int64{}}
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.final {
+			continue
+		}
+		l.all[o.node] = append(l.all[o.node], o.call)
+		if o.ret != never {
+			l.all[o.node] = append(l.all[o.node], o.ret)
+		}
+		if o.kind == kCommit {
+			l.leading[o.node] = append(l.leading[o.node], o.call)
+		}
+	}
+	for _, e := range p.el {
+		l.all[e.node] = append(l.all[e.node], e.call)
+		if e.ret != never && e.ret != 0 {
+			l.all[e.node] = append(l.all[e.node], e.ret)
+		}
+		if e.kind == history.KindRenew {
+			l.leading[e.node] = append(l.leading[e.node], e.call)
+		}
+	}
+	for _, s := range p.stepDowns {
+		l.all[s.node] = append(l.all[s.node], s.time)
+	}
+	for _, m := range []map[int32][]int64{l.all, l.leading} {
+		for _, ts := range m {
+			slices.Sort(ts)
+		}
+	}
+	return l
+}
+
+// stallExplained decides whether overlap o is a stall of the earlier leader's process
+// that the harness did not inject (a machine under load deschedules a process for
+// hundreds of milliseconds): it returns "" and how late the leader stepped down, or
+// why not. The earlier leader A must
+//
+//   - have had its lease run out by its own clock by the time the other acquired: its
+//     last successful acquire or renewal of the term was sent at least LeaseTTL minus
+//     the drift margin (and the tolerance) before; a leader whose lease was still valid
+//     by its own clock when another node got the lease saw the lease itself break (a
+//     release of someone else's lock, a renewal that extended a lock not its own);
+//   - have been silent, recorded nothing, for all of the time it was late (from its
+//     deadline to its step-down) but the tolerance; a leader that is late while it
+//     commits or renews is one that ignores its deadline, not one that was stalled;
+//   - have invoked no commit or renewal after its deadline but within the tolerance of
+//     its step-down (the burst of a process that resumes);
+//   - have no fault of the harness aimed at it, or a failpoint fault (which stalls
+//     goroutines, not the process), open during that time: an injected fault must
+//     explain itself (explainsOverlap).
+func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *lifeSigns) (string, time.Duration) {
+	a, ok := p.nodeIdx[o.NodeA]
+	if !ok {
+		return "unknown node", 0
+	}
+	lastLease := int64(-1)
+	for _, e := range p.el {
+		if e.node == a && e.token == o.TokenA && e.typ == history.OK && e.call <= o.Start &&
+			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			lastLease = max(lastLease, e.call)
+		}
+	}
+	if lastLease < 0 {
+		return "no acquire or renewal of its term was recorded", 0
+	}
+	deadline := lastLease + int64(ttl) - int64(ttl/driftDivisor)
+	if deadline > o.Start+int64(tolerance) {
+		return fmt.Sprintf("by its own clock its lease held until %s (its last renewal sent at %s), after %s acquired", p.t(deadline), p.t(lastLease), o.NodeB), 0
+	}
+	stepDown := o.End
+	late := time.Duration(stepDown - deadline)
+	for i := range p.faults {
+		f := &p.faults[i]
+		healed := f.heal
+		if healed == 0 {
+			healed = p.runEnd()
+		}
+		if !f.failed && (f.node == o.NodeA || strings.HasPrefix(f.kind, "fp-")) && f.inject <= stepDown && healed >= deadline-int64(ttl) {
+			return fmt.Sprintf("the harness's %s fault on %s was open (%s..%s)", f.kind, f.node, p.t(f.inject), p.t(healed)), late
+		}
+	}
+	lead := l.leading[a]
+	i, _ := slices.BinarySearch(lead, deadline+1)
+	if i < len(lead) && lead[i] < stepDown-int64(tolerance) {
+		return fmt.Sprintf("it still committed or renewed at %s, after its lease ran out at %s by its own clock", p.t(lead[i]), p.t(deadline)), late
+	}
+	// The longest silence of A within [deadline, stepDown].
+	all := l.all[a]
+	j, _ := slices.BinarySearch(all, deadline)
+	prev, silence := deadline, int64(0)
+	for ; j < len(all) && all[j] < stepDown; j++ {
+		silence = max(silence, all[j]-prev)
+		prev = all[j]
+	}
+	silence = max(silence, stepDown-prev)
+	if time.Duration(stepDown-deadline-silence) > tolerance {
+		return fmt.Sprintf("it recorded operations while it was late (its longest silence between its deadline %s and its step-down is %v of %v)",
+			p.t(deadline), time.Duration(silence).Round(time.Millisecond), late.Round(time.Millisecond)), late
+	}
+	return "", late
+}
+
 // unexplainedChanges judges the leader changes (see CheckUnexplainedLeaderChange). A
 // change counts from the first commit under the new token; those after the final heal
 // (the nodes are stopped one by one at the end) are not judged.
-func unexplainedChanges(p *parsed, changes []change) CheckResult {
+func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
 	cr := CheckResult{Name: CheckUnexplainedLeaderChange, Verdict: Valid}
 	if p.run.Info.Workload == "register" {
 		// Its clients take tokens outside the election: a new token is no handover.
@@ -114,7 +246,12 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		return cr
 	}
 	var bad []finding
-	judged := 0
+	judged, stalled := 0, 0
+	var life *lifeSigns
+	byToken := map[int64]*Term{}
+	for i := range terms {
+		byToken[terms[i].Token] = &terms[i]
+	}
 	for _, c := range changes {
 		if c.firstNew > heal {
 			continue
@@ -123,13 +260,24 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		if p.changeExplained(c, ttl) {
 			continue
 		}
+		if life == nil {
+			life = p.lifeSigns()
+		}
+		if t := byToken[c.oldToken]; t != nil && t.Node == p.nodes[c.oldNode] && p.changeStalled(t, ttl, life) {
+			stalled++
+			continue
+		}
 		bad = append(bad, finding{at: c.firstNew, what: fmt.Sprintf(
 			"leadership passed from %s (token %d) to %s (token %d) at %s with no fault open or healed within %v before",
 			p.nodes[c.oldNode], c.oldToken, p.nodes[c.newNode], c.newToken, p.t(c.firstNew), 2*ttl)})
 	}
-	cr.Stats = map[string]int64{"changes": int64(judged), "unexplained": int64(len(bad))}
+	cr.Stats = map[string]int64{"changes": int64(judged), "stalled": int64(stalled), "unexplained": int64(len(bad))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d leader changes before the final heal, each after a fault", judged)
+		if stalled > 0 {
+			cr.Message = fmt.Sprintf("%d leader changes before the final heal: %d after a fault, %d after a stall of the old leader that no fault injected (its lease expired while it was silent or its renewal was slow)",
+				judged, judged-stalled, stalled)
+		}
 		return cr
 	}
 	cr.Verdict = Invalid
@@ -137,6 +285,59 @@ func unexplainedChanges(p *parsed, changes []change) CheckResult {
 		judged, len(bad))
 	cr.setOffending(bad, 5, 0)
 	return cr
+}
+
+// changeStalled reports whether the old term t ended because the machine, not a fault
+// of the harness nor the election, stalled its leader: it stepped down because its
+// lease expired ("lease-expired": not a renewal Redis rejected, nor a term that ended on
+// its own), and in its last lease TTL before that it was silent (recorded nothing) for
+// at least a third of the lease (the default renew interval), or a renewal took that
+// long or never came back; and it invoked no commit or renewal after its lease ran out
+// by its own clock (counted from its last successful acquire or renewal sent) but within
+// the drift margin of its step-down. A loaded machine deschedules the node or Redis that
+// long; an election that forgets to renew goes on committing, and one that ignores its
+// deadline goes on after it: neither is excused.
+func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
+	if t.EndReason != "step-down: lease-expired" {
+		return false
+	}
+	node, ok := p.nodeIdx[t.Node]
+	if !ok {
+		return false
+	}
+	lastLease := int64(-1)
+	for _, e := range p.el {
+		if e.node == node && e.token == t.Token && e.typ == history.OK && e.call <= t.End &&
+			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			lastLease = max(lastLease, e.call)
+		}
+	}
+	if lastLease < 0 {
+		return false
+	}
+	drift := int64(ttl / driftDivisor)
+	deadline := lastLease + int64(ttl) - drift
+	lead := l.leading[node]
+	if j, _ := slices.BinarySearch(lead, deadline+1); j < len(lead) && lead[j] < t.End-drift {
+		return false
+	}
+	from, gap := max(t.Start, t.End-int64(ttl)), int64(ttl/3)
+	for _, e := range p.el {
+		if e.node == node && e.token == t.Token && e.kind == history.KindRenew && e.call >= from && e.call <= t.End &&
+			(e.ret == never || e.ret == 0 || e.ret-e.call >= gap) {
+			return true
+		}
+	}
+	all := l.all[node]
+	i, _ := slices.BinarySearch(all, from)
+	prev := from
+	for ; i < len(all) && all[i] <= t.End; i++ {
+		if all[i]-prev >= gap {
+			return true
+		}
+		prev = all[i]
+	}
+	return t.End-prev >= gap
 }
 
 // changeExplained reports whether a fault was open, or healed at most two lease TTLs

@@ -7,10 +7,29 @@ import (
 	"time"
 )
 
-// exclusionRun: n1 leads and commits; n2 acquires the lease and commits while n1 still
+// How the earlier leader n1 spends an overlap in exclusionRunAs.
+const (
+	// busy: n1 goes on committing (every 50 ms, rejected) after its lease ran out by
+	// its own clock, as a leader that ignores its deadline does.
+	busy = iota
+	// silent: n1 records nothing from its last renewal to its late step-down, as a
+	// process the machine did not schedule.
+	silent
+	// renewed: n1 renewed 100 ms before n2 acquired, so that its lease still held by
+	// its own clock: the lease itself broke.
+	renewed
+)
+
+// exclusionRun is exclusionRunAs with a busy n1.
+func exclusionRun(t *testing.T, overlap time.Duration, fault string) (*Result, int64) {
+	t.Helper()
+	return exclusionRunAs(t, overlap, fault, busy)
+}
+
+// exclusionRunAs: n1 leads and commits; n2 acquires the lease and commits while n1 still
 // believes it leads, for overlap; then n1 steps down. fault, if set, is injected on n1
 // before n2's acquire and healed after n1's step-down.
-func exclusionRun(t *testing.T, overlap time.Duration, fault string) (*Result, int64) {
+func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int) (*Result, int64) {
 	t.Helper()
 	s := newSim(simConfig{Seed: 1})
 	s.token = s.acquire(0)
@@ -21,11 +40,24 @@ func exclusionRun(t *testing.T, overlap time.Duration, fault string) (*Result, i
 		id = s.injectFault(fault, "n1")
 	}
 	s.adv(s.cfg.LeaseTTL)
+	if mode == renewed {
+		s.adv(-100 * time.Millisecond)
+		s.renew(0, 1)
+		s.adv(100 * time.Millisecond)
+	}
 	s.leader = 1
 	s.token = s.acquire(1)
 	acquired := s.now
 	s.cursor, _ = s.load(1)
 	s.some(5)
+	if mode == busy {
+		for s.now < acquired+int64(overlap)-int64(50*time.Millisecond) {
+			s.adv(50 * time.Millisecond)
+			i := s.commitInvoke(0, 1, 0)
+			s.adv(s.lat())
+			s.finishCommit(i, s.apply(i))
+		}
+	}
 	s.now = acquired + int64(overlap)
 	s.stepDown(0, 1, "lease-expired")
 	if id != "" {
@@ -69,9 +101,51 @@ func TestLeaseExclusion(t *testing.T) {
 	if c := res.Check(CheckUnexplainedLeaderChange); c.Verdict != Valid {
 		t.Errorf("a leader change under a partition: %+v, want valid", c)
 	}
+	// A leader whose own lease still held when another acquired saw the lease break,
+	// stalled or not.
+	res, _ = exclusionRunAs(t, 500*time.Millisecond, "", renewed)
+	if c := res.Check(CheckLeaseExclusion); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "by its own clock its lease held until") {
+		t.Errorf("an overlap while n1's lease held by its own clock: %+v, want invalid", c)
+	}
 	// Within the drift margin (lease/20 = 100ms): tolerated.
 	res, _ = exclusionRun(t, 80*time.Millisecond, "")
 	if c := res.Check(CheckLeaseExclusion); c.Verdict != Valid || c.Stats["tolerated"] != 1 {
 		t.Errorf("an 80ms overlap: %+v, want valid and tolerated", c)
+	}
+}
+
+// A leader change after a stall of the old leader that no fault injected (its lease
+// expired while it recorded nothing) is explained by the stall; the same leader busy
+// after its deadline, or one whose term ended on a rejected renewal, is not.
+func TestLeaderChangeAfterStall(t *testing.T) {
+	res, _ := exclusionRunAs(t, 700*time.Millisecond, "", silent)
+	if c := res.Check(CheckUnexplainedLeaderChange); c.Verdict != Valid || c.Stats["stalled"] != 1 {
+		t.Errorf("a change after a silent stall: %+v, want valid, one stall", c)
+	}
+	res, _ = exclusionRunAs(t, 700*time.Millisecond, "", busy)
+	if c := res.Check(CheckUnexplainedLeaderChange); c.Verdict != Invalid {
+		t.Errorf("a change after a leader busy past its deadline: %+v, want invalid", c)
+	}
+}
+
+// A stall of the earlier leader's process that the harness did not inject (a loaded
+// machine): its lease had run out by its own clock before the other acquired, and it
+// recorded nothing until its late step-down. Tolerated, and counted; the same under a
+// fault of the harness on it that does not explain overlaps is not.
+func TestLeaseExclusionStall(t *testing.T) {
+	res, _ := exclusionRunAs(t, 700*time.Millisecond, "", silent)
+	if c := res.Check(CheckLeaseExclusion); c.Verdict != Valid || c.Stats["stalled"] != 1 || c.Stats["longest_stall_ns"] < int64(700*time.Millisecond) {
+		t.Errorf("a silent late step-down: %+v, want valid, one stall", c)
+	}
+	for _, fault := range []string{"fp-late-commit", "partition-blackhole"} {
+		res, _ := exclusionRunAs(t, 700*time.Millisecond, fault, silent)
+		if c := res.Check(CheckLeaseExclusion); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "fault on n1 was open") {
+			t.Errorf("a silent late step-down under %s: %+v, want invalid", fault, c)
+		}
+	}
+	// Busy while late: a leader that ignores its deadline.
+	res, _ = exclusionRunAs(t, 700*time.Millisecond, "", busy)
+	if c := res.Check(CheckLeaseExclusion); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "it still committed or renewed at") {
+		t.Errorf("a busy late step-down: %+v, want invalid", c)
 	}
 }

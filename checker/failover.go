@@ -136,7 +136,7 @@ func rejections(p *parsed) (stale, conflict int) {
 		case o.out == outConflict:
 			conflict++
 		case o.res == resRejected:
-			switch p.run.Store.Audit[o.audit].Result {
+			switch p.run.Store.AuditAt(int(o.audit)).Result {
 			case history.ErrStaleToken:
 				stale++
 			case history.ErrCursorConflict:

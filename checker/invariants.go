@@ -15,9 +15,9 @@ import (
 const maxOffending = 5
 
 // okByRet returns the indices of the operations answered ok (accepted commits and ok
-// loads), sorted by return time. It is computed once.
+// loads), sorted by return time. It is computed once, and is safe for concurrent use.
 func (p *parsed) okByRet() []int32 {
-	if p.byRet == nil {
+	p.byRetOnce.Do(func() {
 		p.byRet = make([]int32, 0, p.counts.OK)
 		for i := range p.ops {
 			if o := &p.ops[i]; o.out == outOK && o.ret != never {
@@ -25,7 +25,7 @@ func (p *parsed) okByRet() []int32 {
 			}
 		}
 		slices.SortStableFunc(p.byRet, func(a, b int32) int { return cmpInt(p.ops[a].ret, p.ops[b].ret) })
-	}
+	})
 	return p.byRet
 }
 
@@ -55,13 +55,14 @@ func staleWrite(p *parsed) CheckResult {
 	var bad []finding
 	if st := p.run.Store; st != nil {
 		maxTok, at := int64(math.MinInt64), -1
-		for i, a := range st.Audit {
+		for i := range st.AuditLen() {
+			a := st.AuditAt(i)
 			if a.Result != "ok" {
 				continue
 			}
 			if a.Token < maxTok {
 				bad = append(bad, finding{p.commitTime(a.Op), fmt.Sprintf("audit #%d: %s op %s accepted with token %d after audit #%d (op %s) accepted token %d",
-					i, a.Node, a.Op, a.Token, at, st.Audit[at].Op, maxTok)})
+					i, a.Node, a.Op, a.Token, at, st.AuditOp(int(at)), maxTok)})
 				continue
 			}
 			maxTok, at = a.Token, i
@@ -94,7 +95,7 @@ func staleWrite(p *parsed) CheckResult {
 		cr.Message = "no final store read, so no audit stream: the histories show no stale write, but only acknowledged commits were compared"
 	default:
 		cr.Message = fmt.Sprintf("%d audit entries and %d acknowledged commits: every accepted token is at least every token accepted before it",
-			len(p.run.Store.Audit), acked)
+			p.run.Store.AuditLen(), acked)
 	}
 	return cr
 }
@@ -150,6 +151,20 @@ func uniqueTokens(p *parsed) CheckResult {
 	return cr
 }
 
+// sinkExact reports whether sink is exactly events lo..hi in order (hi >= lo-1): what
+// a valid run's sink is, decided in one pass before sorting a copy to find what is wrong.
+func sinkExact(sink []int64, lo, hi int64) bool {
+	if len(sink) == 0 {
+		return hi == lo-1
+	}
+	for i, id := range sink {
+		if id != lo+int64(i) {
+			return false
+		}
+	}
+	return sink[len(sink)-1] == hi
+}
+
 // exactlyOnce: the sink holds events InitialCursor+1..Store.Cursor, each once and in
 // order, and the balances are those the events imply.
 func exactlyOnce(p *parsed, opts Options) CheckResult {
@@ -168,7 +183,7 @@ func exactlyOnce(p *parsed, opts Options) CheckResult {
 	var groups [][]finding // lost, duplicated, beyond the cursor: capped apart
 	if hi < lo-1 {
 		bad = append(bad, finding{final, fmt.Sprintf("the final cursor %d is below the initial cursor %d", hi, opts.InitialCursor)})
-	} else {
+	} else if !sinkExact(st.Sink, lo, hi) {
 		// Cost O(m log m) for a sink of m entries, whatever the cursor: the sink's
 		// positions are sorted by event id, so duplicates are neighbours and the lost
 		// events are the gaps between the ids present, reported as ranges.
@@ -292,7 +307,8 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 	var bad []finding
 	if st := p.run.Store; st != nil {
 		cur, at := opts.InitialCursor, -1
-		for i, a := range st.Audit {
+		for i := range st.AuditLen() {
+			a := st.AuditAt(i)
 			if a.Result != "ok" {
 				continue
 			}
@@ -300,7 +316,7 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 				if at < 0 {
 					return "the initial cursor"
 				}
-				return fmt.Sprintf("audit #%d (op %s)", at, st.Audit[at].Op)
+				return fmt.Sprintf("audit #%d (op %s)", at, st.AuditOp(int(at)))
 			}
 			switch {
 			case a.To < cur || a.To < a.From:
@@ -357,7 +373,7 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 		cr.Message = fmt.Sprintf("no final store read, so no audit stream; %d answered loads and commits never found the cursor behind an acknowledged one", answered)
 	default:
 		cr.Message = fmt.Sprintf("the cursor only moves forward: %d audit entries in the store's order and %d answered loads and commits in real time",
-			len(p.run.Store.Audit), answered)
+			p.run.Store.AuditLen(), answered)
 	}
 	return cr
 }
@@ -420,7 +436,8 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 	bad := slices.Clone(p.auditIssues)
 	if p.auditComplete {
 		cur, tok, seen := opts.InitialCursor, opts.InitialToken, false
-		for _, a := range st.Audit {
+		for ai := range st.AuditLen() {
+			a := st.AuditAt(ai)
 			if a.Result == "ok" {
 				cur, tok, seen = a.To, a.Token, true
 			}
@@ -452,7 +469,7 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 		cr.Message = fmt.Sprintf("%d answered commits are missing from the audit stream", len(missing))
 		cr.setOffending(missing, maxOffending, p.runEnd())
 	default:
-		cr.Message = fmt.Sprintf("%d audit entries agree with the %d recorded commits; %d unknown outcomes resolved", len(st.Audit), p.counts.Commits, p.counts.ResolvedByAudit)
+		cr.Message = fmt.Sprintf("%d audit entries agree with the %d recorded commits; %d unknown outcomes resolved", st.AuditLen(), p.counts.Commits, p.counts.ResolvedByAudit)
 	}
 	return cr
 }

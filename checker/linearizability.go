@@ -85,7 +85,10 @@ func linOps(p *parsed) []linOp {
 		}
 		out = append(out, l)
 	}
-	slices.SortStableFunc(out, func(a, b linOp) int { return cmpInt(a.call, b.call) })
+	// p.ops are in invoke order but for the final read: usually no sort is needed.
+	if !slices.IsSortedFunc(out, func(a, b linOp) int { return cmpInt(a.call, b.call) }) {
+		slices.SortStableFunc(out, func(a, b linOp) int { return cmpInt(a.call, b.call) })
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fenceline/fenceline/history"
@@ -105,8 +106,10 @@ type parsed struct {
 	auditIssues   []finding // contradictions between the histories and the audit
 	auditMissing  []finding // acknowledged commits missing from the audit
 
-	byRet      []int32          // see okByRet
-	commitByID map[string]int32 // see commitTime
+	byRet          []int32          // see okByRet
+	byRetOnce      sync.Once        // makes byRet
+	commitByID     map[string]int32 // see commitTime
+	commitByIDOnce sync.Once        // makes commitByID
 }
 
 func badf(format string, args ...any) error {
@@ -135,6 +138,17 @@ func cmpInt(a, b int64) int {
 // parse turns run into operations and resolves unknown commits from the audit stream.
 func parse(run *history.Run) (*parsed, error) {
 	p := &parsed{run: run, evs: run.Events.SortByTime(), nodeIdx: map[string]int32{}}
+	// The audit's index (a long run's largest map) is built on another core while the
+	// events are walked here.
+	var (
+		audit *auditIndex
+		dups  [][2]int32
+		wg    sync.WaitGroup
+	)
+	defer wg.Wait()
+	if st := run.Store; st != nil {
+		wg.Go(func() { audit, dups = indexAudit(st) })
+	}
 	if err := run.Info.Validate(); err != nil {
 		return nil, badf("%v", err)
 	}
@@ -155,8 +169,8 @@ func parse(run *history.Run) (*parsed, error) {
 	}
 	nops, nel := 1, 0 // one more op for the final store read
 	for i := range p.evs.Len() {
-		if e := p.evs.At(i); e.Type == history.Invoke {
-			switch e.Kind {
+		if p.evs.Type(i) == history.Invoke {
+			switch p.evs.Kind(i) {
 			case history.KindLoad, history.KindCommit:
 				nops++
 			case history.KindAcquire, history.KindRenew, history.KindRelease:
@@ -251,7 +265,8 @@ func parse(run *history.Run) (*parsed, error) {
 	}
 	slices.SortStableFunc(p.faults, func(a, b fault) int { return cmpInt(a.inject, b.inject) })
 	p.count()
-	p.resolve()
+	wg.Wait()
+	p.resolve(audit, dups)
 	return p, nil
 }
 
@@ -358,7 +373,7 @@ func (p *parsed) count() {
 // unknown outcomes. "Absent from the audit" means "never reached the store" only when
 // the audit is complete: the final read happened, no Redis restart without persistence
 // could have dropped entries, and every commit a node saw answered is there.
-func (p *parsed) resolve() {
+func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 	st := p.run.Store
 	if st == nil {
 		return
@@ -368,24 +383,36 @@ func (p *parsed) resolve() {
 			p.volatile = true
 		}
 	}
-	// Op id -> first audit entry: a long run's largest map, so it lives only here, and
-	// each commit keeps its entry's index.
-	auditOf := newAuditIndex(st.Audit)
-	for i, a := range st.Audit {
-		if j, dup := auditOf.add(int32(i)); dup {
-			p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
-				a.Op, a.Node, j, st.Audit[j].Result, i, a.Result)})
-		}
+	for _, d := range dups {
+		j, i := d[0], d[1]
+		a := st.AuditAt(int(i))
+		p.auditIssues = append(p.auditIssues, finding{p.commitTime(a.Op), fmt.Sprintf("op %s (%s) reached the store twice: audit #%d (%s) and #%d (%s)",
+			a.Op, a.Node, j, st.AuditAt(int(j)).Result, i, a.Result)})
 	}
-	matched := make([]bool, len(st.Audit))
+	matched := make([]bool, st.AuditLen())
 	missing := 0
+	// The store's order is nearly the order the commits were invoked in: the entry after
+	// the last one matched is tried before the index (a million random lookups in a map
+	// that fits no cache). It is the answer exactly when it holds the id and is the
+	// first entry that does.
+	second := make(map[int32]bool, len(dups))
+	for _, d := range dups {
+		second[d[1]] = true
+	}
+	guess := int32(0)
 	for i := range p.ops {
 		o := &p.ops[i]
 		if o.kind != kCommit {
 			continue
 		}
 		id := p.evs.ID(int(o.ev))
-		j, found := auditOf.get(id)
+		j, found := guess, int(guess) < st.AuditLen() && st.AuditOp(int(guess)) == id && !second[guess]
+		if !found {
+			j, found = auditOf.get(id)
+		}
+		if found {
+			guess = j + 1
+		}
 		if !found {
 			if o.out == outOK || o.out == outStale || o.out == outConflict {
 				missing++
@@ -399,7 +426,7 @@ func (p *parsed) resolve() {
 			continue
 		}
 		matched[j] = true
-		a := &st.Audit[j]
+		a := st.AuditAt(int(j))
 		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] {
 			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
 				p.describe(o), j, a.Node, a.Token, a.From, a.To)})
@@ -421,7 +448,8 @@ func (p *parsed) resolve() {
 			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d shows %s", p.describe(o), j, a.Result)})
 		}
 	}
-	for j, a := range st.Audit {
+	for j := range st.AuditLen() {
+		a := st.AuditAt(j)
 		if !matched[j] {
 			if k, _ := auditOf.get(a.Op); int(k) != j {
 				continue // a second processing, reported above
@@ -437,7 +465,7 @@ func (p *parsed) resolve() {
 			continue
 		}
 		if j := o.audit; j >= 0 {
-			if st.Audit[j].Result == "ok" {
+			if st.AuditAt(int(j)).Result == "ok" {
 				o.res = resApplied
 			} else {
 				o.res = resRejected
@@ -510,34 +538,47 @@ func (p *parsed) describe(o *op) string {
 	return b.String()
 }
 
+// indexAudit maps op ids to their first audit entry: a long run's largest map, so it
+// lives only while resolve runs, and each commit keeps its entry's index. dups lists
+// the entries whose op an earlier entry has, each with that first entry.
+func indexAudit(st *history.Store) (x *auditIndex, dups [][2]int32) {
+	x = newAuditIndex(st)
+	for i := range st.AuditLen() {
+		if j, dup := x.add(int32(i)); dup {
+			dups = append(dups, [2]int32{j, int32(i)})
+		}
+	}
+	return x, dups
+}
+
 // auditIndex finds the first audit entry of an operation id. It is keyed by a seeded
 // 64-bit hash of the id: a map of a million fixed-size keys fills and answers several
 // times faster than one of strings. Ids whose hash an earlier id already has (never
 // seen in practice: the seed is random) are kept by their string.
 type auditIndex struct {
-	audit  []history.AuditEntry
+	st     *history.Store
 	hash   func(string) uint64
 	byHash map[uint64]int32
 	other  map[string]int32
 }
 
-func newAuditIndex(audit []history.AuditEntry) *auditIndex {
+func newAuditIndex(st *history.Store) *auditIndex {
 	seed := maphash.MakeSeed()
-	return &auditIndex{audit: audit, hash: func(s string) uint64 { return maphash.String(seed, s) },
-		byHash: make(map[uint64]int32, len(audit))}
+	return &auditIndex{st: st, hash: func(s string) uint64 { return maphash.String(seed, s) },
+		byHash: make(map[uint64]int32, st.AuditLen())}
 }
 
 // add indexes audit entry j, unless its op id is already indexed: then it returns the
 // entry that holds it, and true.
 func (x *auditIndex) add(j int32) (first int32, dup bool) {
-	id := x.audit[j].Op
+	id := x.st.AuditOp(int(j))
 	h := x.hash(id)
 	k, ok := x.byHash[h]
 	switch {
 	case !ok:
 		x.byHash[h] = j
 		return j, false
-	case x.audit[k].Op == id:
+	case x.st.AuditOp(int(k)) == id:
 		return k, true
 	}
 	if k, ok := x.other[id]; ok {
@@ -552,7 +593,7 @@ func (x *auditIndex) add(j int32) (first int32, dup bool) {
 
 // get returns the first audit entry of op id.
 func (x *auditIndex) get(id string) (int32, bool) {
-	if k, ok := x.byHash[x.hash(id)]; ok && x.audit[k].Op == id {
+	if k, ok := x.byHash[x.hash(id)]; ok && x.st.AuditOp(int(k)) == id {
 		return k, true
 	}
 	k, ok := x.other[id]

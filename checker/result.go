@@ -63,6 +63,10 @@ type Result struct {
 	FencingRejections int `json:"fencing_rejections"`
 	// CursorConflicts counts commits rejected with ErrCursorConflict, counted the same way.
 	CursorConflicts int `json:"cursor_conflicts"`
+	// Throughput compares the chaos phase's rate, away from faults, with the warm-up's
+	// (nil when the run has no fault-free warm-up with a commit, or no final heal).
+	// Measured, not judged: reports flag a drop.
+	Throughput *Throughput `json:"throughput,omitempty"`
 	// Ops counts the operations of the history by kind and outcome.
 	Ops OpCounts `json:"ops"`
 	// Start is the time origin of the human-readable messages ("t+1.234s"): RunInfo.Start,

@@ -124,16 +124,17 @@ func (o *op) opTime() int64 {
 }
 
 // commitTime returns the time of the commit whose operation id is id, or 0 if no
-// recorded commit has that id (an audit entry the histories do not know).
+// recorded commit has that id (an audit entry the histories do not know). It is safe
+// for concurrent use.
 func (p *parsed) commitTime(id string) int64 {
-	if p.commitByID == nil {
+	p.commitByIDOnce.Do(func() {
 		p.commitByID = make(map[string]int32, p.counts.Commits)
 		for i := range p.ops {
 			if o := &p.ops[i]; o.kind == kCommit && !o.final {
 				p.commitByID[p.evs.ID(int(o.ev))] = int32(i)
 			}
 		}
-	}
+	})
 	if i, ok := p.commitByID[id]; ok {
 		return p.ops[i].opTime()
 	}
@@ -156,7 +157,8 @@ func (p *parsed) sinkWriters(initialCursor int64) (wrote func(pos int) int64, pa
 	}
 	var spans []span
 	var n int64
-	for _, a := range st.Audit {
+	for ai := range st.AuditLen() {
+		a := st.AuditAt(ai)
 		if a.Result != "ok" {
 			continue
 		}

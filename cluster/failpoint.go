@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,38 @@ func PutFailpoint(ctx context.Context, control, name, action string) error {
 // DeleteFailpoints disarms every failpoint of a node and releases the hits they block.
 func DeleteFailpoints(ctx context.Context, control string) error {
 	return failpointRequest(ctx, http.MethodDelete, "http://"+control+"/failpoint", "")
+}
+
+// FailpointHits reads how many times each failpoint of the node whose control endpoint
+// is control has run an action since the process began (GET /failpoint).
+func FailpointHits(ctx context.Context, control string) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+control+"/failpoint", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: failpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("cluster: failpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var states []struct {
+		Name string `json:"name"`
+		Hits int64  `json:"hits"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&states); err != nil {
+		return nil, fmt.Errorf("cluster: failpoint: %w", err)
+	}
+	hits := make(map[string]int64, len(states))
+	for _, s := range states {
+		hits[s.Name] = s.Hits
+	}
+	return hits, nil
 }
 
 func failpointRequest(ctx context.Context, method, url, body string) error {

@@ -43,7 +43,7 @@ type Local struct {
 	log   *slog.Logger
 	redis *redisserver.Server // the single topology's Redis
 	// sentinel runs the sentinel topology instead (redis is then nil).
-	sentinel *sentinelSet
+	sentinel *SentinelSet
 	// rcluster runs the cluster topology instead (redis is then nil).
 	rcluster *clusterSet
 	pg       *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
@@ -69,7 +69,7 @@ type localNode struct {
 	redis   string // its redis proxy's listen address
 	source  string // its source URL through its proxy
 	// redisArgs are the node's arguments for a replicated topology: its Sentinels
-	// or cluster seeds, and its proxies to the data nodes (see sentinelSet.nodeArgs,
+	// or cluster seeds, and its proxies to the data nodes (see SentinelSet.nodeArgs,
 	// clusterSet.nodeArgs).
 	redisArgs []string
 	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
@@ -179,7 +179,8 @@ func (l *Local) startToxiproxy() error {
 func (l *Local) startSource(ctx context.Context) error {
 	addrFile := filepath.Join(l.cfg.Dir, "addr", "source")
 	args := []string{"source", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
-		"--rate", strconv.FormatFloat(l.cfg.SourceRate, 'f', -1, 64)}
+		"--rate", strconv.FormatFloat(l.cfg.SourceRate, 'f', -1, 64),
+		"--backlog", strconv.FormatInt(l.cfg.SourceBacklog, 10)}
 	p, err := startProcess(l.cfg.Binary, args, filepath.Join(l.cfg.Dir, history.LogsDir, "source.log"))
 	if err != nil {
 		return err
@@ -376,6 +377,15 @@ func (l *Local) DisarmFailpoints(ctx context.Context, id string) error {
 	return DeleteFailpoints(ctx, control)
 }
 
+// FailpointHits reads the hit counts of a node's failpoints (see FailpointHits).
+func (l *Local) FailpointHits(ctx context.Context, id string) (map[string]int64, error) {
+	control, err := l.control(id)
+	if err != nil {
+		return nil, err
+	}
+	return FailpointHits(ctx, control)
+}
+
 // control is the control endpoint of a running node.
 func (l *Local) control(id string) (string, error) {
 	n, err := l.running(id)
@@ -412,10 +422,7 @@ func (l *Local) StartRedis(ctx context.Context) error {
 		return l.rcluster.waitSettled(ctx, SettleTimeout)
 	}
 	if l.sentinel != nil {
-		if err := l.sentinel.restartDead(ctx); err != nil {
-			return err
-		}
-		return l.sentinel.waitSettled(ctx, SettleTimeout)
+		return l.sentinel.StartRedis(ctx)
 	}
 	if l.redis.PID() != 0 {
 		return nil
@@ -431,7 +438,7 @@ func (l *Local) RedisAddr() string {
 		return l.rcluster.current().srv.Addr()
 	}
 	if l.sentinel != nil {
-		return l.sentinel.current().srv.Addr()
+		return l.sentinel.CurrentAddr()
 	}
 	return l.redis.Addr()
 }
@@ -451,10 +458,7 @@ func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
 	if l.sentinel == nil {
 		return l.redis.Addr(), nil
 	}
-	if err := l.sentinel.waitSettled(ctx, SettleTimeout); err != nil {
-		return "", err
-	}
-	return l.sentinel.current().srv.Addr(), nil
+	return l.sentinel.PrimaryAddr(ctx)
 }
 
 // redisProxies are node id's proxies to Redis: one, or (sentinel, cluster) one to each data
@@ -555,7 +559,7 @@ func (l *Local) Close(ctx context.Context) error {
 			}
 		}
 		if l.sentinel != nil {
-			l.sentinel.close()
+			l.sentinel.Close()
 			// The promotions the run saw, for the topology table (Redis's own record
 			// is spread over three Sentinel logs).
 			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {

@@ -20,6 +20,9 @@ type Spec struct {
 	NoPersistence bool
 	// SourceRate is the event source's rate in events per second; 0 means unlimited.
 	SourceRate float64
+	// SourceBacklog is how many events the source has available at start (its
+	// --backlog): the run's start cursor, so that the feed goes on from there.
+	SourceBacklog int64
 	// Redis is how Redis runs. Default: one server (TopologySingle).
 	Redis RedisSpec
 }
@@ -102,6 +105,9 @@ type NodeOptions struct {
 	// Store is where the nodes keep the cursor: "" (Redis) or "postgres", in which case
 	// the backend runs a PostgreSQL and gives each node its --postgres.
 	Store string
+	// StartToken and StartCursor, when not 0, are the nodes' --start-token and
+	// --start-cursor: the first node to start seeds an empty store with them.
+	StartToken, StartCursor int64
 }
 
 // Args are the `fenceline node` arguments for node id, reaching Redis and the source at
@@ -153,6 +159,12 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 	}
 	if o.Store != "" {
 		a = append(a, "--store", o.Store)
+	}
+	if o.StartToken != 0 {
+		a = append(a, "--start-token", strconv.FormatInt(o.StartToken, 10))
+	}
+	if o.StartCursor != 0 {
+		a = append(a, "--start-cursor", strconv.FormatInt(o.StartCursor, 10))
 	}
 	return a
 }

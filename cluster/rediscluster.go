@@ -45,7 +45,11 @@ const (
 
 // clusterNode is one data node of the cluster topology.
 type clusterNode struct {
-	dataNode
+	name string // "r1"...
+	// peer is the listen address of its peer proxy: what it announces, and how replicas
+	// and clients (through their own proxies, by the address map) reach it.
+	peer  string
+	srv   *redisserver.Server
 	shard int       // 0..clusterShards-1
 	bus   *busRelay // in front of its cluster bus port
 	src   string    // the address it sends from (bind-source-addr), by which relays know it
@@ -88,7 +92,7 @@ func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSp
 		}
 	}()
 	for i := 1; i <= 2*clusterShards; i++ {
-		n := &clusterNode{dataNode: dataNode{name: fmt.Sprintf("r%d", i)}, shard: (i - 1) % clusterShards,
+		n := &clusterNode{name: fmt.Sprintf("r%d", i), shard: (i - 1) % clusterShards,
 			src: fmt.Sprintf("127.0.0.%d", 10+i)}
 		s.data = append(s.data, n)
 		port, err := redisserver.FreePort()
@@ -392,7 +396,7 @@ func (s *clusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, 
 		if n == prim[n.shard] {
 			continue
 		}
-		r, m, up, err := role(ctx, &n.dataNode)
+		r, m, up, err := role(ctx, n.asDataNode())
 		if err != nil {
 			return prim, fmt.Errorf("%s: %w", n.name, err)
 		}
@@ -627,4 +631,9 @@ func (s *clusterSet) close() {
 			n.bus.close()
 		}
 	}
+}
+
+// asDataNode is n as the sentinel topology's helpers (role) take a data node.
+func (n *clusterNode) asDataNode() *dataNode {
+	return &dataNode{Name: n.name, Proc: localRedis{n.srv}, Peer: n.peer}
 }

@@ -52,21 +52,47 @@ type Promotion struct {
 	To   string    `json:"to"`
 }
 
-// dataNode is one redis-server of a replicated topology. Sentinels and replicas know it
-// by peer, the listen address of its peer proxy: Sentinel hands one address per server
-// to everyone, so the replication and Sentinel traffic to it share that link, and a fault
-// on it cuts both. Nodes reach it through proxies of their own (see sentinelSet.nodeArgs).
-type dataNode struct {
-	name string
-	srv  *redisserver.Server
-	peer string
+// RedisProcess is one redis-server of a replicated topology, a data node or a Sentinel,
+// as a backend runs it: a process (local) or a container (docker). Its methods block
+// until done.
+type RedisProcess interface {
+	// Addr is where the runner reaches it now, bypassing every proxy.
+	Addr() string
+	// Kill kills it (SIGKILL) and waits until it is gone.
+	Kill(ctx context.Context) error
+	// Restart starts it again if it is not running, and waits until it answers.
+	Restart(ctx context.Context) error
+	// Running reports whether it runs (stopped by Pause counts).
+	Running() bool
+	// Pause stops it (SIGSTOP, the cgroup freezer); Resume continues it, and does
+	// nothing to one that is not paused.
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
 }
 
-// sentinelSet runs the sentinel topology for a Local cluster and watches its promotions.
-type sentinelSet struct {
+// DataNode is one redis-server of a replicated topology. Sentinels and replicas know it
+// by Peer, the listen address of its peer proxy (PeerProxyName): Sentinel hands one
+// address per server to everyone, so the replication and Sentinel traffic to it share
+// that link, and a fault on it cuts both. Nodes reach it through proxies of their own,
+// with Peer mapped to them (--redis-addr-map).
+type DataNode struct {
+	Name string // "r1", "r2"...; r1 is the first primary
+	Proc RedisProcess
+	Peer string
+}
+
+type dataNode = DataNode
+
+// SentinelSet is a running sentinel topology, whatever the backend: it watches the
+// Sentinels' promotions and has the replicated topology's abilities that the Redis
+// faults of package nemesis use. Its methods are safe for concurrent use.
+type SentinelSet struct {
 	links     *Links
 	data      []*dataNode
-	sentinels []*redisserver.Server
+	sentinels []RedisProcess
+
+	// watchOnly: the backend owns the processes (Close leaves them running).
+	watchOnly bool
 
 	mu         sync.Mutex
 	primary    string // data node name, as the last +switch-master said
@@ -77,19 +103,74 @@ type sentinelSet struct {
 	subs   []*redis.Client
 }
 
-// peerProxyName names data node name's proxy for Sentinels and replicas.
-func peerProxyName(name string) string { return name + "-peers" }
+// PeerProxyName names data node name's proxy for Sentinels and replicas.
+func PeerProxyName(name string) string { return name + "-peers" }
 
-// nodeProxyName names node id's proxy to a data node or a Sentinel.
-func nodeProxyName(id, target string) string { return RedisProxyName(id) + "-" + target }
+// NodeProxyName names node id's proxy to a data node or a Sentinel ("r1", "s1").
+func NodeProxyName(id, target string) string { return RedisProxyName(id) + "-" + target }
+
+func peerProxyName(name string) string       { return PeerProxyName(name) }
+func nodeProxyName(id, target string) string { return NodeProxyName(id, target) }
+
+// The shape of the sentinel topology and the settings every backend gives it.
+const (
+	// SentinelReplicas and SentinelCount are its replicas and Sentinels.
+	SentinelReplicas = sentinelReplicas
+	SentinelCount    = sentinelCount
+)
+
+// SentinelConfig is the config file a Sentinel starts from (it rewrites it): it
+// monitors the primary at peer (host:port, the first primary's peer address) with a
+// quorum of 2.
+func SentinelConfig(peer string) string {
+	return fmt.Sprintf(`sentinel monitor %[1]s %[2]s 2
+sentinel down-after-milliseconds %[1]s %[3]d
+sentinel failover-timeout %[1]s %[4]d
+sentinel parallel-syncs %[1]s %[5]d
+`, SentinelMaster, strings.Replace(peer, ":", " ", 1), downAfter.Milliseconds(),
+		failoverTimeout.Milliseconds(), sentinelReplicas)
+}
+
+// DataNodeArgs are a data node's redis-server arguments beyond persistence: it
+// announces itself as announceIP:announcePort (its peer address), syncs a replica at
+// once, and applies the topology's min-replicas settings.
+func DataNodeArgs(spec RedisSpec, announceIP, announcePort string) []string {
+	args := []string{
+		"--replica-announce-ip", announceIP, "--replica-announce-port", announcePort,
+		// A replica that (re)connects is synced at once, not after the default 5 s.
+		"--repl-diskless-sync-delay", "0",
+		"--repl-timeout", "10",
+	}
+	if spec.MinReplicasToWrite > 0 {
+		args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
+			"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
+	}
+	return args
+}
+
+// localRedis is a redisserver.Server as a RedisProcess.
+type localRedis struct{ *redisserver.Server }
+
+func (r localRedis) Kill(context.Context) error { r.Server.Kill(); return nil }
+func (r localRedis) Running() bool              { return r.PID() != 0 }
+func (r localRedis) Pause(context.Context) error {
+	return r.Server.Pause()
+}
+func (r localRedis) Resume(context.Context) error { return r.Server.Resume() }
+func (r localRedis) Restart(ctx context.Context) error {
+	if r.PID() != 0 {
+		return nil
+	}
+	return r.Server.Restart(ctx)
+}
 
 // startSentinelSet starts the data nodes and the Sentinels under dir and waits until the
 // Sentinels see the replicas. On error it closes what it started.
-func startSentinelSet(ctx context.Context, dir string, links *Links, spec RedisSpec) (_ *sentinelSet, err error) {
-	s := &sentinelSet{links: links, primary: "r1"}
+func startSentinelSet(ctx context.Context, dir string, links *Links, spec RedisSpec) (_ *SentinelSet, err error) {
+	s := &SentinelSet{links: links, primary: "r1"}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.Close()
 		}
 	}()
 	// Every peer address first: a replica announces its own and follows the first's.
@@ -104,53 +185,74 @@ func startSentinelSet(ctx context.Context, dir string, links *Links, spec RedisS
 		if err != nil {
 			return nil, err
 		}
-		s.data = append(s.data, &dataNode{name: name, peer: peer})
+		s.data = append(s.data, &dataNode{Name: name, Peer: peer})
 		ports = append(ports, port)
 	}
 	for i, d := range s.data {
-		_, peerPort, _ := net.SplitHostPort(d.peer)
+		_, peerPort, _ := net.SplitHostPort(d.Peer)
 		conf := ""
 		if i > 0 {
-			// In the config file, not on the command line: Sentinel rewrites the role there.
-			conf = "replicaof " + strings.Replace(s.data[0].peer, ":", " ", 1) + "\n"
+			conf = ReplicaConfig(s.data[0].Peer)
 		}
-		args := []string{
-			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", peerPort,
-			// A replica that (re)connects is synced at once, not after the default 5 s.
-			"--repl-diskless-sync-delay", "0",
-			"--repl-timeout", "10",
-		}
-		if spec.MinReplicasToWrite > 0 {
-			args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
-				"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
-		}
-		d.srv, err = redisserver.Start(ctx, redisserver.Options{
-			Dir: filepath.Join(dir, d.name), Port: ports[i], Config: conf, Args: args,
+		srv, err := redisserver.Start(ctx, redisserver.Options{
+			Dir: filepath.Join(dir, d.Name), Port: ports[i], Config: conf, Args: DataNodeArgs(spec, "127.0.0.1", peerPort),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("cluster: data node %s: %w", d.name, err)
+			return nil, fmt.Errorf("cluster: data node %s: %w", d.Name, err)
 		}
+		d.Proc = localRedis{srv}
 	}
 	for i := 1; i <= sentinelCount; i++ {
-		conf := fmt.Sprintf(`sentinel monitor %[1]s %[2]s 2
-sentinel down-after-milliseconds %[1]s %[3]d
-sentinel failover-timeout %[1]s %[4]d
-sentinel parallel-syncs %[1]s %[5]d
-sentinel announce-ip 127.0.0.1
-`, SentinelMaster, strings.Replace(s.data[0].peer, ":", " ", 1), downAfter.Milliseconds(),
-			failoverTimeout.Milliseconds(), sentinelReplicas)
 		srv, err := redisserver.Start(ctx, redisserver.Options{
-			Dir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Sentinel: true, Config: conf,
+			Dir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Sentinel: true,
+			Config: SentinelConfig(s.data[0].Peer) + "sentinel announce-ip 127.0.0.1\n",
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: sentinel s%d: %w", i, err)
 		}
-		s.sentinels = append(s.sentinels, srv)
+		s.sentinels = append(s.sentinels, localRedis{srv})
 	}
+	if err := s.watch(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ReplicaConfig is the config file a replica of the data node at peer starts from: the
+// role is in the file, not on the command line, because Sentinel rewrites it there.
+func ReplicaConfig(peer string) string {
+	return "replicaof " + strings.Replace(peer, ":", " ", 1) + "\n"
+}
+
+// WatchSentinels watches a sentinel topology that a backend started: data (r1, the
+// first primary, first) and its Sentinels. It subscribes to every Sentinel's
+// promotions and waits until the topology has settled (ErrUnsettled if it does not
+// within SettleTimeout; the caller then removes what it started). Close stops the
+// watchers; the backend stops the processes.
+func WatchSentinels(ctx context.Context, links *Links, data []DataNode, sentinels []RedisProcess) (*SentinelSet, error) {
+	s := &SentinelSet{links: links, primary: data[0].Name, sentinels: sentinels, watchOnly: true}
+	for i := range data {
+		s.data = append(s.data, &data[i])
+	}
+	if err := s.watch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// watch subscribes to the Sentinels' promotions and waits until the topology settles.
+func (s *SentinelSet) watch(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for _, sen := range s.sentinels {
-		c := redis.NewClient(&redis.Options{Addr: sen.Addr(), DialTimeout: time.Second})
+		// Dial the Sentinel where it is at each (re)connection: a container's port
+		// changes when it is restarted.
+		c := redis.NewClient(&redis.Options{DialTimeout: time.Second,
+			Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, sen.Addr())
+			}})
 		s.subs = append(s.subs, c)
 		ps := c.Subscribe(wctx, "+switch-master")
 		s.wg.Add(1)
@@ -170,15 +272,12 @@ sentinel announce-ip 127.0.0.1
 			}
 		}()
 	}
-	if err := s.waitSettled(ctx, SettleTimeout); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.waitSettled(ctx, SettleTimeout)
 }
 
 // switched records a +switch-master message: "<master> <old ip> <old port> <new ip>
 // <new port>". Every Sentinel announces the same switch: the first one counts.
-func (s *sentinelSet) switched(payload string) {
+func (s *SentinelSet) switched(payload string) {
 	f := strings.Fields(payload)
 	if len(f) != 5 || f[0] != SentinelMaster {
 		return
@@ -189,29 +288,29 @@ func (s *sentinelSet) switched(payload string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if to.name == s.primary {
+	if to.Name == s.primary {
 		return
 	}
-	p := Promotion{Time: time.Now(), To: to.name}
+	p := Promotion{Time: time.Now(), To: to.Name}
 	if from != nil {
-		p.From = from.name
+		p.From = from.Name
 	}
-	s.primary = to.name
+	s.primary = to.Name
 	s.promotions = append(s.promotions, p)
 }
 
-func (s *sentinelSet) byPeer(addr string) *dataNode {
+func (s *SentinelSet) byPeer(addr string) *dataNode {
 	for _, d := range s.data {
-		if d.peer == addr {
+		if d.Peer == addr {
 			return d
 		}
 	}
 	return nil
 }
 
-func (s *sentinelSet) byName(name string) *dataNode {
+func (s *SentinelSet) byName(name string) *dataNode {
 	for _, d := range s.data {
-		if d.name == name {
+		if d.Name == name {
 			return d
 		}
 	}
@@ -219,14 +318,14 @@ func (s *sentinelSet) byName(name string) *dataNode {
 }
 
 // current is the primary as the last +switch-master said.
-func (s *sentinelSet) current() *dataNode {
+func (s *SentinelSet) current() *dataNode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byName(s.primary)
 }
 
 // promotionSince returns the first promotion at or after since, away from from.
-func (s *sentinelSet) promotionSince(since time.Time, from string) (Promotion, bool) {
+func (s *SentinelSet) promotionSince(since time.Time, from string) (Promotion, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.promotions {
@@ -239,7 +338,7 @@ func (s *sentinelSet) promotionSince(since time.Time, from string) (Promotion, b
 
 // sentinelPrimary asks every Sentinel for the primary's address and returns the data
 // node a majority names.
-func (s *sentinelSet) sentinelPrimary(ctx context.Context) (*dataNode, error) {
+func (s *SentinelSet) sentinelPrimary(ctx context.Context) (*dataNode, error) {
 	votes := map[string]int{}
 	var errs []error
 	for _, sen := range s.sentinels {
@@ -266,13 +365,13 @@ func (s *sentinelSet) sentinelPrimary(ctx context.Context) (*dataNode, error) {
 // role returns a data node's role ("master", "slave") and, for a replica, the address
 // of its primary and whether its link to it is up. It asks the node directly.
 func role(ctx context.Context, d *dataNode) (r, master string, linkUp bool, err error) {
-	v, err := redisCall(ctx, d.srv.Addr(), "ROLE")
+	v, err := redisCall(ctx, d.Proc.Addr(), "ROLE")
 	if err != nil {
 		return "", "", false, err
 	}
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
-		return "", "", false, fmt.Errorf("cluster: ROLE of %s: %v", d.name, v)
+		return "", "", false, fmt.Errorf("cluster: ROLE of %s: %v", d.Name, v)
 	}
 	r = fmt.Sprint(a[0])
 	if r == "slave" && len(a) >= 4 {
@@ -284,7 +383,7 @@ func role(ctx context.Context, d *dataNode) (r, master string, linkUp bool, err 
 
 // settled checks the topology once: a majority of Sentinels names a primary that says it
 // is one, and every other running data node replicates it over a link that is up.
-func (s *sentinelSet) settled(ctx context.Context) (*dataNode, error) {
+func (s *SentinelSet) settled(ctx context.Context) (*dataNode, error) {
 	p, err := s.sentinelPrimary(ctx)
 	if err != nil {
 		return nil, err
@@ -292,20 +391,65 @@ func (s *sentinelSet) settled(ctx context.Context) (*dataNode, error) {
 	for _, d := range s.data {
 		r, m, up, err := role(ctx, d)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.name, err)
+			return nil, fmt.Errorf("%s: %w", d.Name, err)
 		}
 		switch {
 		case d == p && r != "master":
-			return nil, fmt.Errorf("the Sentinels' primary %s says it is a %s", d.name, r)
-		case d != p && (r != "slave" || m != p.peer || !up):
-			return nil, fmt.Errorf("%s is not a connected replica of %s (role %s of %s)", d.name, p.name, r, m)
+			return nil, fmt.Errorf("the Sentinels' primary %s says it is a %s", d.Name, r)
+		case d != p && (r != "slave" || m != p.Peer || !up):
+			return nil, fmt.Errorf("%s is not a connected replica of %s (role %s of %s)", d.Name, p.Name, r, m)
 		}
+	}
+	if err := s.sentinelsReady(ctx); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
+// sentinelsReady checks that every Sentinel knows the others and sees every replica up:
+// until then a failover can find no Sentinel majority to authorize it, or no replica to
+// promote ("-failover-abort-no-good-slave"). A Sentinel learns of the replicas from the
+// primary's INFO (every 10 s) and of the other Sentinels from their hello messages
+// (every 2 s).
+func (s *SentinelSet) sentinelsReady(ctx context.Context) error {
+	for i, sen := range s.sentinels {
+		v, err := redisCall(ctx, sen.Addr(), "SENTINEL", "SENTINELS", SentinelMaster)
+		if err != nil {
+			return fmt.Errorf("s%d: %w", i+1, err)
+		}
+		if a, _ := v.([]any); len(a) < len(s.sentinels)-1 {
+			return fmt.Errorf("s%d knows %d other Sentinels, not %d", i+1, len(a), len(s.sentinels)-1)
+		}
+		if v, err = redisCall(ctx, sen.Addr(), "SENTINEL", "REPLICAS", SentinelMaster); err != nil {
+			return fmt.Errorf("s%d: %w", i+1, err)
+		}
+		a, _ := v.([]any)
+		up := 0
+		for _, r := range a {
+			if f := field(r, "flags"); f != "" && !strings.Contains(f, "down") && !strings.Contains(f, "disconnected") {
+				up++
+			}
+		}
+		if up < len(s.data)-1 {
+			return fmt.Errorf("s%d sees %d replicas up, not %d", i+1, up, len(s.data)-1)
+		}
+	}
+	return nil
+}
+
+// field returns key's value in a Sentinel's flat key-value reply.
+func field(v any, key string) string {
+	a, _ := v.([]any)
+	for i := 0; i+1 < len(a); i += 2 {
+		if fmt.Sprint(a[i]) == key {
+			return fmt.Sprint(a[i+1])
+		}
+	}
+	return ""
+}
+
 // waitSettled waits until the topology is settled, for at most timeout.
-func (s *sentinelSet) waitSettled(ctx context.Context, timeout time.Duration) error {
+func (s *SentinelSet) waitSettled(ctx context.Context, timeout time.Duration) error {
 	var p *dataNode
 	err := WaitReady(ctx, "the sentinel topology", timeout, nil, func(ctx context.Context) (err error) {
 		p, err = s.settled(ctx)
@@ -315,30 +459,34 @@ func (s *sentinelSet) waitSettled(ctx context.Context, timeout time.Duration) er
 		return fmt.Errorf("%w: %v", ErrUnsettled, err)
 	}
 	s.mu.Lock()
-	s.primary = p.name
+	s.primary = p.Name
 	s.mu.Unlock()
 	return nil
 }
 
-// resumeAll continues every data node (SIGCONT): one a fault stopped must not stay so.
-func (s *sentinelSet) resumeAll() {
+// resumeAll continues every data node that runs: one a fault stopped must not stay so.
+// It is best effort, as SIGCONT to every process is: a node that died meanwhile is
+// restarted by restartDead.
+func (s *SentinelSet) resumeAll(ctx context.Context) error {
 	for _, d := range s.data {
-		_ = d.srv.Resume()
+		if d.Proc.Running() {
+			_ = d.Proc.Resume(ctx)
+		}
 	}
+	return nil
 }
 
 // restartDead continues every data node and starts every data node and Sentinel that
 // is not running.
-func (s *sentinelSet) restartDead(ctx context.Context) error {
-	s.resumeAll()
-	var errs []error
+func (s *SentinelSet) restartDead(ctx context.Context) error {
+	errs := []error{s.resumeAll(ctx)}
 	for _, d := range s.data {
-		if d.srv.PID() == 0 {
-			errs = append(errs, d.srv.Restart(ctx))
+		if !d.Proc.Running() {
+			errs = append(errs, d.Proc.Restart(ctx))
 		}
 	}
 	for _, sen := range s.sentinels {
-		if sen.PID() == 0 {
+		if !sen.Running() {
 			errs = append(errs, sen.Restart(ctx))
 		}
 	}
@@ -347,16 +495,16 @@ func (s *sentinelSet) restartDead(ctx context.Context) error {
 
 // nodeArgs creates node id's proxies to every data node and Sentinel and returns the
 // node's arguments that use them: the Sentinels through its proxies, and every data
-// node's peer address mapped to its own proxy, so that a fault on the node's links
+// node's peer address and every Sentinel's own address mapped to its own proxy, so that a fault on the node's links
 // leaves everyone else's alone.
-func (s *sentinelSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
+func (s *SentinelSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
 	var sens, amap []string
 	for _, d := range s.data {
-		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, d.name), "127.0.0.1:0", d.srv.Addr())
+		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, d.Name), "127.0.0.1:0", d.Proc.Addr())
 		if err != nil {
 			return nil, err
 		}
-		amap = append(amap, d.peer+"="+a)
+		amap = append(amap, d.Peer+"="+a)
 	}
 	for i, sen := range s.sentinels {
 		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, fmt.Sprintf("s%d", i+1)), "127.0.0.1:0", sen.Addr())
@@ -364,16 +512,19 @@ func (s *sentinelSet) nodeArgs(ctx context.Context, id string) ([]string, error)
 			return nil, err
 		}
 		sens = append(sens, a)
+		// The client learns the other Sentinels' own addresses from them (SENTINEL
+		// SENTINELS) and would dial those around a partition: they map to the proxies too.
+		amap = append(amap, sen.Addr()+"="+a)
 	}
 	return []string{"--redis-sentinels", strings.Join(sens, ","), "--redis-master", SentinelMaster,
 		"--redis-addr-map", strings.Join(amap, ",")}, nil
 }
 
 // nodeProxies names node id's proxies (to every data node and Sentinel).
-func (s *sentinelSet) nodeProxies(id string) []string {
+func (s *SentinelSet) nodeProxies(id string) []string {
 	var ps []string
 	for _, d := range s.data {
-		ps = append(ps, nodeProxyName(id, d.name))
+		ps = append(ps, nodeProxyName(id, d.Name))
 	}
 	for i := range s.sentinels {
 		ps = append(ps, nodeProxyName(id, fmt.Sprintf("s%d", i+1)))
@@ -381,8 +532,9 @@ func (s *sentinelSet) nodeProxies(id string) []string {
 	return ps
 }
 
-// close kills every process and stops the watchers. It is idempotent.
-func (s *sentinelSet) close() {
+// Close stops the watchers and, for a topology started by the local backend, kills
+// every process. It is idempotent.
+func (s *SentinelSet) Close() {
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -391,12 +543,15 @@ func (s *sentinelSet) close() {
 	}
 	s.wg.Wait()
 	s.subs = nil
+	if s.watchOnly {
+		return
+	}
 	for _, sen := range s.sentinels {
-		sen.Kill()
+		_ = sen.Kill(context.Background())
 	}
 	for _, d := range s.data {
-		if d.srv != nil {
-			d.srv.Kill()
+		if d.Proc != nil {
+			_ = d.Proc.Kill(context.Background())
 		}
 	}
 }
@@ -413,126 +568,75 @@ func redisCall(ctx context.Context, addr string, args ...any) (any, error) {
 }
 
 // The replicated topology's abilities, used by the Redis faults of package nemesis
-// (which find them by type assertion). Each returns an error wrapping ErrTopology on a
-// cluster without replicas.
+// (which find them by type assertion on a backend's cluster, which delegates to its
+// SentinelSet). Each of Local's returns an error wrapping ErrTopology on a cluster
+// without replicas.
 
-func (l *Local) replicated() (*sentinelSet, error) {
+func (l *Local) replicated() (*SentinelSet, error) {
 	if l.sentinel == nil {
 		return nil, fmt.Errorf("%w: no replicas (topology %s)", ErrTopology, l.cfg.Redis.Topology)
 	}
 	return l.sentinel, nil
 }
 
-// KillPrimary kills the current primary (SIGKILL) and returns its name. In the
-// cluster topology: the primary of the election's slot.
-func (l *Local) KillPrimary(ctx context.Context) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.killPrimary(), nil
-	}
-	s, err := l.replicated()
-	if err != nil {
-		return "", err
-	}
+// KillPrimary kills the current primary (SIGKILL) and returns its name.
+func (s *SentinelSet) KillPrimary(ctx context.Context) (string, error) {
 	p := s.current()
-	p.srv.Kill()
-	return p.name, nil
+	return p.Name, p.Proc.Kill(ctx)
 }
 
 // Switchover asks a Sentinel for a planned failover (SENTINEL FAILOVER) and returns the
 // name of the primary it replaces.
-func (l *Local) Switchover(ctx context.Context) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.switchover(ctx)
-	}
-	s, err := l.replicated()
-	if err != nil {
-		return "", err
-	}
+func (s *SentinelSet) Switchover(ctx context.Context) (string, error) {
 	p := s.current()
 	if _, err := redisCall(ctx, s.sentinels[0].Addr(), "SENTINEL", "FAILOVER", SentinelMaster); err != nil {
-		return p.name, fmt.Errorf("cluster: SENTINEL FAILOVER: %w", err)
+		return p.Name, fmt.Errorf("cluster: SENTINEL FAILOVER: %w", err)
 	}
-	return p.name, nil
+	return p.Name, nil
 }
 
 // CutPrimary adds toxics to the current primary's peer link (its replicas and the
 // Sentinels; the nodes reach it through links of their own) and returns its name.
-func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.cutPrimary(ctx, toxics...)
-	}
-	s, err := l.replicated()
-	if err != nil {
-		return "", err
-	}
+func (s *SentinelSet) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
 	p := s.current()
 	for _, t := range toxics {
-		if err := l.links.AddToxic(ctx, peerProxyName(p.name), t); err != nil {
-			return p.name, err
+		if err := s.links.AddToxic(ctx, peerProxyName(p.Name), t); err != nil {
+			return p.Name, err
 		}
 	}
-	return p.name, nil
+	return p.Name, nil
 }
 
 // UncutPrimary removes the named toxics from data node name's peer link.
-func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
-	if l.rcluster != nil {
-		return l.rcluster.uncutPrimary(ctx, name, toxics...)
-	}
-	if _, err := l.replicated(); err != nil {
-		return err
-	}
-	return l.links.RemoveToxics(ctx, peerProxyName(name), toxics...)
+func (s *SentinelSet) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
+	return s.links.RemoveToxics(ctx, peerProxyName(name), toxics...)
 }
 
-// PauseReplicas stops every replica (SIGSTOP): the primary goes on accepting writes
-// they do not receive. ResumeReplicas continues them. In the cluster topology the
-// election primary's stream to its replica is dropped instead (see
-// clusterSet.pauseReplica).
-func (l *Local) PauseReplicas(ctx context.Context) error {
-	if l.rcluster != nil {
-		return l.rcluster.pauseReplica(ctx)
-	}
-	s, err := l.replicated()
-	if err != nil {
-		return err
-	}
+// PauseReplicas stops every replica (SIGSTOP, or the cgroup freezer): the primary goes
+// on accepting writes they do not receive. ResumeReplicas continues them.
+func (s *SentinelSet) PauseReplicas(ctx context.Context) error {
 	p := s.current()
 	var errs []error
 	for _, d := range s.data {
 		if d != p {
-			errs = append(errs, d.srv.Pause())
+			errs = append(errs, d.Proc.Pause(ctx))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // ResumeReplicas continues every data node that PauseReplicas stopped.
-func (l *Local) ResumeReplicas(ctx context.Context) error {
-	if l.rcluster != nil {
-		return l.rcluster.resumeReplicas(ctx)
-	}
-	s, err := l.replicated()
-	if err != nil {
-		return err
-	}
-	s.resumeAll()
-	return nil
+func (s *SentinelSet) ResumeReplicas(ctx context.Context) error { return s.resumeAll(ctx) }
+
+// WaitPromotion waits until the Sentinels have announced a promotion away from data node
+// from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
+func (s *SentinelSet) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
+	return waitPromotion(ctx, since, from, s.promotionSince)
 }
 
-// WaitPromotion waits until the Sentinels have announced (or, in the cluster topology,
-// the watcher has seen) a promotion away from data node from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
-func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	var promotionSince func(since time.Time, from string) (Promotion, bool)
-	if l.rcluster != nil {
-		promotionSince = l.rcluster.promotionSince
-	} else {
-		s, err := l.replicated()
-		if err != nil {
-			return Promotion{}, err
-		}
-		promotionSince = s.promotionSince
-	}
+// waitPromotion waits until promotionSince reports a promotion away from data node from
+// at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
+func waitPromotion(ctx context.Context, since time.Time, from string, promotionSince func(time.Time, string) (Promotion, bool)) (Promotion, error) {
 	var p Promotion
 	err := WaitReady(ctx, "a promotion away from "+from, SettleTimeout, nil, func(context.Context) error {
 		var ok bool
@@ -548,6 +652,137 @@ func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string)
 }
 
 // Promotions returns every promotion the Sentinels announced so far, in order.
+func (s *SentinelSet) Promotions() []Promotion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Promotion(nil), s.promotions...)
+}
+
+// RedisRole returns data node name's role as it says itself ("master", "slave"), and for
+// a replica the name of the data node it replicates (whose link is up or not).
+func (s *SentinelSet) RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error) {
+	d := s.byName(name)
+	if d == nil {
+		return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
+	}
+	r, m, up, err := role(ctx, d)
+	if p := s.byPeer(m); p != nil {
+		of = p.Name
+	}
+	return r, of, up, err
+}
+
+// StartRedis continues every data node, starts every data node and Sentinel that is
+// down and waits until the topology settles (ErrUnsettled if it does not within
+// SettleTimeout).
+func (s *SentinelSet) StartRedis(ctx context.Context) error {
+	if err := s.restartDead(ctx); err != nil {
+		return err
+	}
+	return s.waitSettled(ctx, SettleTimeout)
+}
+
+// PrimaryAddr returns the address of the primary, bypassing every proxy, once the
+// topology has settled (an error wrapping ErrUnsettled if it does not within
+// SettleTimeout).
+func (s *SentinelSet) PrimaryAddr(ctx context.Context) (string, error) {
+	if err := s.waitSettled(ctx, SettleTimeout); err != nil {
+		return "", err
+	}
+	return s.current().Proc.Addr(), nil
+}
+
+// CurrentAddr is the address of the primary the Sentinels last announced.
+func (s *SentinelSet) CurrentAddr() string { return s.current().Proc.Addr() }
+
+// KillPrimary kills the current primary (SIGKILL) and returns its name.
+func (l *Local) KillPrimary(ctx context.Context) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.killPrimary(), nil
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return "", err
+	}
+	return s.KillPrimary(ctx)
+}
+
+// Switchover asks a Sentinel for a planned failover (SENTINEL FAILOVER) and returns the
+// name of the primary it replaces.
+func (l *Local) Switchover(ctx context.Context) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.switchover(ctx)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return "", err
+	}
+	return s.Switchover(ctx)
+}
+
+// CutPrimary adds toxics to the current primary's peer link and returns its name.
+func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
+	if l.rcluster != nil {
+		return l.rcluster.cutPrimary(ctx, toxics...)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return "", err
+	}
+	return s.CutPrimary(ctx, toxics...)
+}
+
+// UncutPrimary removes the named toxics from data node name's peer link.
+func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
+	if l.rcluster != nil {
+		return l.rcluster.uncutPrimary(ctx, name, toxics...)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return err
+	}
+	return s.UncutPrimary(ctx, name, toxics...)
+}
+
+// PauseReplicas stops every replica (SIGSTOP). In the cluster topology the election
+// primary's stream to its replica is dropped instead (see clusterSet.pauseReplica).
+func (l *Local) PauseReplicas(ctx context.Context) error {
+	if l.rcluster != nil {
+		return l.rcluster.pauseReplica(ctx)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return err
+	}
+	return s.PauseReplicas(ctx)
+}
+
+// ResumeReplicas continues every data node that PauseReplicas stopped.
+func (l *Local) ResumeReplicas(ctx context.Context) error {
+	if l.rcluster != nil {
+		return l.rcluster.resumeReplicas(ctx)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return err
+	}
+	return s.ResumeReplicas(ctx)
+}
+
+// WaitPromotion waits for a promotion away from from (see SentinelSet.WaitPromotion;
+// in the cluster topology, one the watcher saw).
+func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
+	if l.rcluster != nil {
+		return waitPromotion(ctx, since, from, l.rcluster.promotionSince)
+	}
+	s, err := l.replicated()
+	if err != nil {
+		return Promotion{}, err
+	}
+	return s.WaitPromotion(ctx, since, from)
+}
+
+// Promotions returns every promotion the Sentinels announced so far, in order.
 func (l *Local) Promotions() []Promotion {
 	if l.rcluster != nil {
 		return l.rcluster.promotionList()
@@ -555,20 +790,17 @@ func (l *Local) Promotions() []Promotion {
 	if l.sentinel == nil {
 		return nil
 	}
-	l.sentinel.mu.Lock()
-	defer l.sentinel.mu.Unlock()
-	return append([]Promotion(nil), l.sentinel.promotions...)
+	return l.sentinel.Promotions()
 }
 
-// RedisRole returns data node name's role as it says itself ("master", "slave"), and for
-// a replica the name of the data node it replicates (whose link is up or not).
+// RedisRole returns data node name's role (see SentinelSet.RedisRole).
 func (l *Local) RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error) {
 	if c := l.rcluster; c != nil {
 		d := c.byName(name)
 		if d == nil {
 			return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
 		}
-		r, m, up, err := role(ctx, &d.dataNode)
+		r, m, up, err := role(ctx, d.asDataNode())
 		if p := c.byPeer(m); p != nil {
 			of = p.name
 		}
@@ -578,13 +810,20 @@ func (l *Local) RedisRole(ctx context.Context, name string) (r, of string, linkU
 	if err != nil {
 		return "", "", false, err
 	}
-	d := s.byName(name)
-	if d == nil {
-		return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
+	return s.RedisRole(ctx, name)
+}
+
+// ConnectedReplicas asks the Redis at addr how many replicas are connected to it
+// (INFO replication, connected_slaves), bypassing every proxy.
+func ConnectedReplicas(ctx context.Context, addr string) (int, error) {
+	v, err := redisCall(ctx, addr, "INFO", "replication")
+	if err != nil {
+		return 0, err
 	}
-	r, m, up, err := role(ctx, d)
-	if p := s.byPeer(m); p != nil {
-		of = p.name
+	for _, l := range strings.Split(fmt.Sprint(v), "\n") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(l), "connected_slaves:"); ok {
+			return strconv.Atoi(n)
+		}
 	}
-	return r, of, up, err
+	return 0, fmt.Errorf("cluster: INFO replication of %s has no connected_slaves", addr)
 }

@@ -62,8 +62,15 @@ type Cluster struct {
 	wg     sync.WaitGroup
 
 	redis, toxiproxy, source *box
-	nodes                    map[string]*box
-	ids                      []string
+	// postgres is the run's PostgreSQL when the nodes keep the cursor there; else nil.
+	postgres *box
+	// data and sentinels are the sentinel topology's containers (redis is then nil),
+	// sentinel its watcher, toxiIP the toxiproxy container's address (sentinel.go).
+	data, sentinels []*box
+	sentinel        *cluster.SentinelSet
+	toxiIP          string
+	nodes           map[string]*box
+	ids             []string
 
 	mu sync.Mutex // guards every box's addr, exited and paused
 
@@ -112,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkImages(ctx, cli); err != nil {
+	if err := checkImages(ctx, cli, cfg.Node.Store == cluster.StorePostgres && cfg.PostgresImage == ImagePostgres); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -132,9 +139,20 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.network = nw.Name
 
-	c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
+	replicated := cfg.Redis.Topology == cluster.TopologySentinel
+	if replicated {
+		if err := os.MkdirAll(filepath.Join(dir, sentinelDir), 0o755); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+		c.newSentinelBoxes()
+	} else {
+		c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
+	}
 	c.toxiproxy = c.newBox("toxiproxy", toxiAPIPort, probeHTTP("/version"))
 	c.source = c.newBox("source", sourcePort, probeHTTP("/health"))
+	if cfg.Node.Store == cluster.StorePostgres {
+		c.postgres = c.newBox("postgres", postgresPort, probePostgres)
+	}
 	for _, id := range c.ids {
 		c.nodes[id] = c.newBox(id, controlPort, probeHTTP("/health"))
 	}
@@ -149,22 +167,55 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		redisCmd = []string{"--protected-mode", "no", "--save", "", "--appendonly", "no"}
 	}
 	sourceCmd := []string{"source", "--listen", "0.0.0.0:" + portNum(sourcePort),
-		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64)}
+		"--rate", strconv.FormatFloat(cfg.SourceRate, 'f', -1, 64),
+		"--backlog", strconv.FormatInt(cfg.SourceBacklog, 10)}
 	steps := []func() error{
-		func() error { return c.createAndStart(ctx, c.redis, ImageRedis, redisCmd, nil) },
 		func() error { return c.createAndStart(ctx, c.source, ImageFenceline, sourceCmd, nil) },
 		func() error {
 			if err := c.createAndStart(ctx, c.toxiproxy, ImageToxiproxy, nil, nil); err != nil {
 				return err
 			}
 			c.links.SetAPI("http://" + c.addr(c.toxiproxy))
-			return c.createProxies(ctx)
+			if err := c.createProxies(ctx); err != nil {
+				return err
+			}
+			if c.postgres != nil {
+				if err := c.createPostgresProxies(ctx); err != nil {
+					return err
+				}
+			}
+			if replicated {
+				// Its servers announce the toxiproxy container's address: it must run first.
+				return c.startSentinels(ctx)
+			}
+			return nil
 		},
+	}
+	if c.redis != nil {
+		steps = append(steps, func() error { return c.createAndStart(ctx, c.redis, cfg.RedisImage, redisCmd, nil) })
+	}
+	if c.postgres != nil {
+		steps = append(steps, func() error { return c.createAndStart(ctx, c.postgres, cfg.PostgresImage, nil, nil) })
+	}
+	if replicated {
+		// The nodes' arguments name the Sentinels' addresses: the topology first.
+		if err := parallel(steps...); err != nil {
+			return nil, err
+		}
+		steps = steps[:0]
 	}
 	historyBind := []string{filepath.Join(dir, history.HistoryDir) + ":/history"}
 	for i, id := range c.ids {
-		args := cfg.Node.Args(id,
-			net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1)),
+		redisAddr := net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1))
+		var topoArgs []string
+		if replicated {
+			// The node never dials --redis: its Sentinels tell it where the primary is.
+			redisAddr = "127.0.0.1:1"
+			if topoArgs, err = c.sentinelNodeArgs(ctx, i, id); err != nil {
+				return nil, err
+			}
+		}
+		args := cfg.Node.Args(id, redisAddr,
 			"http://"+net.JoinHostPort("toxiproxy", strconv.Itoa(sourceProxyBase+i+1)),
 			"0.0.0.0:"+portNum(controlPort), "", "/history/"+id+".jsonl")
 		if cfg.Node.Chaos {
@@ -172,6 +223,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			// its port is published on the host's 127.0.0.1 only.
 			args = append(args, "--chaos-allow-remote-control")
 		}
+		if c.postgres != nil {
+			args = append(args, postgresArgs(i)...)
+		}
+		args = append(args, topoArgs...)
 		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], ImageFenceline, args, historyBind) })
 	}
 	if err := parallel(steps...); err != nil {
@@ -199,7 +254,7 @@ func (c *Cluster) labels(role string) map[string]string {
 
 func (c *Cluster) boxes() []*box {
 	var all []*box
-	for _, b := range []*box{c.redis, c.toxiproxy, c.source} {
+	for _, b := range append([]*box{c.redis, c.toxiproxy, c.source, c.postgres}, append(c.data, c.sentinels...)...) {
 		if b != nil {
 			all = append(all, b)
 		}
@@ -338,8 +393,11 @@ func (c *Cluster) waitReady(ctx context.Context, b *box, addr string, exited <-c
 // toxiproxy container.
 func (c *Cluster) createProxies(ctx context.Context) error {
 	for i, id := range c.ids {
-		if _, err := c.links.CreateProxy(ctx, cluster.RedisProxyName(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
-			return fmt.Errorf("docker: %w", err)
+		// Sentinel: the node's proxies to each server are made with its arguments.
+		if c.redis != nil {
+			if _, err := c.links.CreateProxy(ctx, cluster.RedisProxyName(id), "0.0.0.0:"+strconv.Itoa(redisProxyBase+i+1), "redis:"+portNum(redisPort)); err != nil {
+				return fmt.Errorf("docker: %w", err)
+			}
 		}
 		if _, err := c.links.CreateProxy(ctx, cluster.SourceProxyName(id), "0.0.0.0:"+strconv.Itoa(sourceProxyBase+i+1), "source:"+portNum(sourcePort)); err != nil {
 			return fmt.Errorf("docker: %w", err)
@@ -510,6 +568,13 @@ func (c *Cluster) freeze(ctx context.Context, id string, pause bool) error {
 	if err != nil {
 		return err
 	}
+	return c.freezeBox(ctx, b, pause)
+}
+
+// freezeBox pauses (pause true) or unpauses b's container; it does nothing when the
+// container is already in that state.
+func (c *Cluster) freezeBox(ctx context.Context, b *box, pause bool) (err error) {
+	id := b.role
 	b.op.Lock()
 	defer b.op.Unlock()
 	if _, paused, ok, _ := c.state(b); !ok {
@@ -582,9 +647,21 @@ func (c *Cluster) DisarmFailpoints(ctx context.Context, id string) error {
 	return cluster.DeleteFailpoints(ctx, c.addr(b))
 }
 
+// FailpointHits reads the hit counts of a node's failpoints (cluster.FailpointHits).
+func (c *Cluster) FailpointHits(ctx context.Context, id string) (map[string]int64, error) {
+	b, err := c.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.FailpointHits(ctx, c.addr(b))
+}
+
 // KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
 // file stays in the container's writable layer.
 func (c *Cluster) KillRedis(ctx context.Context) error {
+	if c.sentinel != nil {
+		return fmt.Errorf("%w: %v", cluster.ErrTopology, errNoSingleRedis)
+	}
 	b := c.redis
 	b.op.Lock()
 	defer b.op.Unlock()
@@ -598,6 +675,9 @@ func (c *Cluster) KillRedis(ctx context.Context) error {
 // waits until it answers PING (after loading its append-only file). Its published port
 // may change: RedisAddr says where it is now.
 func (c *Cluster) StartRedis(ctx context.Context) error {
+	if c.sentinel != nil {
+		return c.sentinel.StartRedis(ctx)
+	}
 	b := c.redis
 	b.op.Lock()
 	defer b.op.Unlock()
@@ -609,22 +689,38 @@ func (c *Cluster) StartRedis(ctx context.Context) error {
 
 // RedisAddr implements cluster.Cluster: Redis's published port on 127.0.0.1, bypassing
 // every proxy. It changes when Redis is restarted.
-func (c *Cluster) RedisAddr() string { return c.addr(c.redis) }
+func (c *Cluster) RedisAddr() string {
+	if c.sentinel != nil {
+		return c.sentinel.CurrentAddr()
+	}
+	return c.addr(c.redis)
+}
 
 // AddRedisToxic implements cluster.Cluster through the toxiproxy API's published port.
 func (c *Cluster) AddRedisToxic(ctx context.Context, id string, t cluster.Toxic) error {
-	if _, err := c.node(id); err != nil {
+	ps, err := c.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return c.links.AddRedisToxic(ctx, id, t)
+	for _, p := range ps {
+		if err := c.links.AddToxic(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RemoveRedisToxics implements cluster.Cluster.
 func (c *Cluster) RemoveRedisToxics(ctx context.Context, id string, names ...string) error {
-	if _, err := c.node(id); err != nil {
+	ps, err := c.redisProxies(id)
+	if err != nil {
 		return err
 	}
-	return c.links.RemoveRedisToxics(ctx, id, names...)
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, c.links.RemoveToxics(ctx, p, names...))
+	}
+	return errors.Join(errs...)
 }
 
 // ResetLinks implements cluster.Cluster.
@@ -643,6 +739,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
+	serr := c.closeSentinels()
 	all := c.boxes()
 	for _, b := range all {
 		if b.id != "" {
@@ -660,6 +757,7 @@ func (c *Cluster) close(ctx context.Context) error {
 		}
 	}
 	_, err := removeRun(ctx, c.cli, c.cfg.RunID)
+	err = errors.Join(err, serr)
 	c.cancel()
 	c.wg.Wait()
 	for _, b := range all {
@@ -732,15 +830,23 @@ func removeRun(ctx context.Context, cli *client.Client, runID string) (int, erro
 }
 
 // checkImages fails with a hint when an image is missing: nothing can be pulled.
-func checkImages(ctx context.Context, cli *client.Client) error {
+func checkImages(ctx context.Context, cli *client.Client, postgres bool) error {
 	var missing []string
-	for _, img := range Images {
+	imgs := Images
+	if postgres {
+		imgs = append(imgs[:len(imgs):len(imgs)], ImagePostgres)
+	}
+	for _, img := range imgs {
 		if _, err := cli.ImageInspect(ctx, img); err != nil {
 			missing = append(missing, img)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s (build them with 'make images'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "))
+		hint := "make images"
+		if postgres {
+			hint = "make images STORE=postgres"
+		}
+		return fmt.Errorf("%w: %s (build them with '%s'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "), hint)
 	}
 	return nil
 }

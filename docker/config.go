@@ -26,6 +26,14 @@ type Config struct {
 	// node's /health, Redis's PING, toxiproxy's /version, the source's /health).
 	// Default 30s.
 	StartTimeout time.Duration
+	// RedisImage is the image of Redis: the single server, or the sentinel topology's
+	// data nodes and Sentinels (run as `redis-server CONF --sentinel`). Default
+	// ImageRedis.
+	RedisImage string
+	// PostgresImage is the image of the run's PostgreSQL, for a store in PostgreSQL. It
+	// must serve the superuser postgres without a password on port 5432. Default
+	// ImagePostgres.
+	PostgresImage string
 	// Logger receives the backend's own events (container started, killed...). Default:
 	// discard.
 	Logger *slog.Logger
@@ -59,6 +67,12 @@ func (c *Config) defaults() error {
 	}
 	if c.StopGrace < 0 || c.StartTimeout < 0 {
 		return errors.New("docker: negative StopGrace or StartTimeout")
+	}
+	if c.RedisImage == "" {
+		c.RedisImage = ImageRedis
+	}
+	if c.PostgresImage == "" {
+		c.PostgresImage = ImagePostgres
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -11,7 +11,11 @@
 //   - fenceline:dev — the static fenceline binary FROM scratch (nodes and the source);
 //   - fenceline-toxiproxy:dev — the toxiproxy server of go.mod's version FROM scratch;
 //   - fenceline-redis:dev — Debian's redis-server and its libraries FROM scratch, with an
-//     append-only file unless the command turns it off.
+//     append-only file unless the command turns it off;
+//   - fenceline-postgres:dev (BuildOptions.Postgres, `make images STORE=postgres`) —
+//     Debian's PostgreSQL 15 server and its libraries FROM scratch, run as an
+//     unprivileged user, with a database cluster made by initdb on the host when the image
+//     is built (initdb needs /bin/sh); needed only for a store in PostgreSQL.
 //
 // Their Dockerfiles are in docker/images; the build contexts are assembled in docker/build
 // (git-ignored) and built with the classic builder. Each image carries the hash of its
@@ -31,6 +35,14 @@
 // killed with SIGKILL left behind (testcontainers-go's reaper, Ryuk, is off: its image
 // would have to be pulled).
 //
+// With Spec.Node.Store "postgres", PostgreSQL runs too (alias postgres), and node i
+// reaches it through a third proxy, on port 12000+i. With the sentinel topology, Redis is
+// data nodes r1..r3 and Sentinels s1..s3 instead of one server, every link a fault may cut
+// through toxiproxy (see sentinel.go): a peer proxy per data node, which replicas and
+// Sentinels use and which it announces, and per node a proxy to every data node and
+// Sentinel, mapped with --redis-addr-map. Their config files and append-only files are
+// in the run directory's redis/<name>, mounted at /conf.
+//
 // The run directory receives the same files as with the local backend:
 // history/<node>.jsonl is written by the node itself through a bind mount (the node runs
 // as the invoking user's uid:gid, so the files are that user's), and logs/<name>.log is
@@ -49,6 +61,12 @@
 //   - KillRedis is SIGKILL of the Redis container; StartRedis starts the same container,
 //     which finds its append-only file in the writable layer, and waits until it answers
 //     PING after loading it.
+//   - KillPostgres is SIGQUIT (an immediate shutdown, as locally; SIGKILL after 10s);
+//     StartPostgres starts the same container, which replays its write-ahead log.
+//   - The sentinel topology's faults: KillPrimary is SIGKILL of the primary's container,
+//     PauseReplicas `docker pause` of the replicas, CutPrimary toxics on its peer proxy;
+//     promotions are watched and the topology's settling judged by cluster.SentinelSet,
+//     as on the local backend.
 //   - Partitions, delays and clock faults go through toxiproxy and the control endpoint
 //     exactly as with the local backend.
 //

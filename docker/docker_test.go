@@ -41,7 +41,7 @@ func images(tb testing.TB) {
 	buildOnce.Do(func() {
 		t0 := time.Now()
 		var res []docker.ImageResult
-		res, buildErr = docker.BuildImages(context.Background(), docker.BuildOptions{})
+		res, buildErr = docker.BuildImages(context.Background(), docker.BuildOptions{Postgres: true})
 		if buildErr != nil {
 			return
 		}

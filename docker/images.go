@@ -62,6 +62,9 @@ type BuildOptions struct {
 	// RedisServer is the redis-server copied into the Redis image. Default:
 	// redis-server from PATH (Debian's package).
 	RedisServer string
+	// Postgres also builds ImagePostgres (PostgreSQL 15 from Debian's postgresql
+	// package, found as internal/pgserver finds it), for --store postgres. Default false.
+	Postgres bool
 	// Force builds every image even when its inputs did not change.
 	Force bool
 	// BuildLog receives the Docker build output. Default: discard.
@@ -86,7 +89,8 @@ var ErrRedisNotInstalled = errors.New("docker: redis-server not found (install D
 
 // BuildImages builds the three images from this checkout: the static fenceline and
 // toxiproxy binaries (go build, CGO_ENABLED=0) and Debian's redis-server with its
-// libraries, each FROM scratch, with Docker's classic builder. Nothing is pulled. An
+// libraries, each FROM scratch, with Docker's classic builder; with opts.Postgres also
+// ImagePostgres. Nothing is pulled. An
 // image whose build context hashes to the value of its LabelInputs label is not built
 // again, so a second call with nothing changed costs the two cached `go build`s and a
 // hash. It blocks until all three are done; concurrent calls (from several processes)
@@ -132,17 +136,23 @@ func BuildImages(ctx context.Context, opts BuildOptions) ([]ImageResult, error) 
 	type job struct {
 		image, name string
 		prepare     func(ctx context.Context, dir string) error
+		// complete, if set, adds to the context what must not be hashed (it differs on
+		// every call), only when the image is built.
+		complete func(ctx context.Context, dir string) error
 	}
 	jobs := []job{
 		{ImageFenceline, "fenceline", func(ctx context.Context, dir string) error {
 			return goBuild(ctx, opts.ModuleDir, filepath.Join(dir, "fenceline"), "./cmd/fenceline")
-		}},
+		}, nil},
 		{ImageToxiproxy, "toxiproxy", func(ctx context.Context, dir string) error {
 			return goBuild(ctx, opts.ModuleDir, filepath.Join(dir, "toxiproxy-server"), "github.com/Shopify/toxiproxy/v2/cmd/server")
-		}},
+		}, nil},
 		{ImageRedis, "redis", func(ctx context.Context, dir string) error {
 			return redisRootfs(ctx, opts.RedisServer, filepath.Join(dir, "rootfs"))
-		}},
+		}, nil},
+	}
+	if opts.Postgres {
+		jobs = append(jobs, job{ImagePostgres, "postgres", postgresRootfs, postgresData})
 	}
 	results := make([]ImageResult, len(jobs))
 	errs := make([]error, len(jobs))
@@ -151,7 +161,7 @@ func BuildImages(ctx context.Context, opts BuildOptions) ([]ImageResult, error) 
 		wg.Go(func() {
 			t0 := time.Now()
 			dir := filepath.Join(opts.BuildDir, j.name)
-			res, err := buildOne(ctx, cli, opts, j.image, j.name, dir, j.prepare)
+			res, err := buildOne(ctx, cli, opts, j.image, j.name, dir, j.prepare, j.complete)
 			res.Took = time.Since(t0)
 			results[i], errs[i] = res, err
 			if err == nil {
@@ -167,7 +177,7 @@ func BuildImages(ctx context.Context, opts BuildOptions) ([]ImageResult, error) 
 // buildOne assembles one build context in dir and builds it unless an image with the
 // same content hash exists.
 func buildOne(ctx context.Context, cli *client.Client, opts BuildOptions, image, name, dir string,
-	prepare func(context.Context, string) error) (ImageResult, error) {
+	prepare, complete func(context.Context, string) error) (ImageResult, error) {
 	res := ImageResult{Image: image}
 	if err := os.RemoveAll(dir); err != nil {
 		return res, fmt.Errorf("docker: %w", err)
@@ -194,6 +204,11 @@ func buildOne(ctx context.Context, cli *client.Client, opts BuildOptions, image,
 			return res, nil
 		}
 		prev = ins.ID
+	}
+	if complete != nil {
+		if err := complete(ctx, dir); err != nil {
+			return res, fmt.Errorf("docker: %s: %w", image, err)
+		}
 	}
 	provider, err := testcontainers.NewDockerProvider()
 	if err != nil {
@@ -241,11 +256,7 @@ func goBuild(ctx context.Context, moduleDir, out, pkg string) error {
 // at redis-check-rdb, and Redis picks its mode from argv[0], so the copy must be named
 // redis-server) and every library ldd lists, at the same paths, below root.
 func redisRootfs(ctx context.Context, server, root string) error {
-	out, err := exec.CommandContext(ctx, "ldd", server).Output()
-	if err != nil {
-		return fmt.Errorf("ldd %s: %w", server, err)
-	}
-	libs, err := parseLdd(out)
+	libs, err := lddLibs(ctx, server)
 	if err != nil {
 		return err
 	}
@@ -258,6 +269,15 @@ func redisRootfs(ctx context.Context, server, root string) error {
 		}
 	}
 	return nil
+}
+
+// lddLibs returns the libraries ldd lists for file.
+func lddLibs(ctx context.Context, file string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "ldd", file).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", file, err)
+	}
+	return parseLdd(out)
 }
 
 // parseLdd returns the absolute paths ldd's output names: "name => /path (addr)" and
@@ -279,7 +299,7 @@ func parseLdd(out []byte) ([]string, error) {
 		}
 	}
 	if len(libs) == 0 {
-		return nil, errors.New("ldd listed no library: is redis-server a dynamic executable?")
+		return nil, errors.New("ldd listed no library: not a dynamic executable?")
 	}
 	return libs, nil
 }

@@ -16,7 +16,7 @@ func TestAcquireRefusesCorruptCounter(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	s := newRedisStore(c, "", time.Second)
-	for _, bad := range []string{"nan", "inf", "2.0e0", "0x10", "-1", " 1", "9007199254740991", "12345678901234567"} {
+	for _, bad := range []string{"nan", "inf", "2.0e0", "0x10", "-1", " 1", "007", "9223372036854775807", "12345678901234567890"} {
 		if err := c.Set(ctx, TokenKey(""), bad, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -31,11 +31,13 @@ func TestAcquireRefusesCorruptCounter(t *testing.T) {
 			t.Errorf("counter %q became %q", bad, got)
 		}
 	}
-	// Large counters stay exact, in the token and in the lock value, up to 2^53-1.
+	// Large counters stay exact, in the token and in the lock value, across 2^53 (where
+	// doubles stop being exact) and up to 2^63-1.
 	for _, tc := range []struct {
 		counter string
 		token   int64
-	}{{"99999999999999", 100000000000000}, {"9007199254740990", 1<<53 - 1}} {
+	}{{"0", 1}, {"9", 10}, {"99999999999999", 100000000000000}, {"9007199254740990", 1<<53 - 1},
+		{"9007199254740992", 1<<53 + 1}, {"2147483647", 1 << 31}, {"9223372036854775806", 1<<63 - 1}} {
 		c.Del(ctx, LockKey(""))
 		if err := c.Set(ctx, TokenKey(""), tc.counter, 0).Err(); err != nil {
 			t.Fatal(err)

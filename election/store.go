@@ -45,17 +45,26 @@ var (
 	// KEYS: lock, counter. ARGV: instance, ttl (ms). SET NX PX of "<instance>:<token>"
 	// where token is the counter's next value, and INCR of the counter only if the SET
 	// succeeded. Returns {1, token} or {0, holder, pttl}.
-	// A counter that is not a decimal integer below 2^53 - 1 is refused before anything
-	// is written: tonumber would make it nan or inf, or round it (Lua numbers are
-	// doubles). The token goes into the lock value through %d: Lua's own conversion
-	// ("%.14g") prints 15 digits or more in exponent form.
+	// A counter that is not a canonical decimal integer below 2^63 - 1 is refused before
+	// anything is written. The next token is computed on the counter's digits and
+	// returned as a string: Lua numbers are doubles, which tonumber would round above
+	// 2^53 (and make nan or inf of "nan" or "inf"). INCR itself is exact in Redis.
 	acquireScript = redis.NewScript(`
 local c = redis.call('GET', KEYS[2]) or '0'
-if not string.match(c, '^%d+$') or #c > 16 or (#c == 16 and c >= '9007199254740991') then
-  return redis.error_reply('ERR token counter ' .. KEYS[2] .. ' is not a decimal integer below 2^53-1')
+if not string.match(c, '^%d+$') or (#c > 1 and string.sub(c, 1, 1) == '0') or #c > 19 or (#c == 19 and c >= '9223372036854775807') then
+  return redis.error_reply('ERR token counter ' .. KEYS[2] .. ' is not a decimal integer below 2^63-1')
 end
-local token = tonumber(c) + 1
-if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'NX', 'PX', ARGV[2]) then
+local i, tail = #c, ''
+while i >= 1 and string.sub(c, i, i) == '9' do
+  tail, i = '0' .. tail, i - 1
+end
+local token
+if i == 0 then
+  token = '1' .. tail
+else
+  token = string.sub(c, 1, i - 1) .. string.char(string.byte(c, i) + 1) .. tail
+end
+if redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2]) -- = token: nothing runs between the GET and here
   return {1, token}
 end
@@ -108,8 +117,12 @@ func (s *redisStore) acquire(ctx context.Context, instance string, ttl time.Dura
 	}
 	won, ok1 := v[0].(int64)
 	if ok1 && won == 1 {
-		token, ok := v[1].(int64)
+		ts, ok := v[1].(string)
 		if !ok {
+			return acquireReply{}, bad
+		}
+		token, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
 			return acquireReply{}, bad
 		}
 		return acquireReply{won: true, token: token}, nil

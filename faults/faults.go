@@ -29,6 +29,7 @@ const (
 	FPLateRelease    = "fp-late-release"     // the leader stopped; its release held back 1.25 leases
 	FPReleaseRace    = "fp-release-race"     // the leader stopped; a two-step release stalled between its steps
 	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
+	FPLoadRace       = "fp-load-race"        // the leader's commit delayed past the lease; its successor stalls between its load and its first commit
 
 	// The faults of a replicated Redis topology (sentinel, cluster): they act on its data
 	// nodes; in a cluster, on the shard of the election's hash slot.
@@ -40,7 +41,7 @@ const (
 
 // Failpoints returns the failpoint fault kinds. The slice is new at each call.
 func Failpoints() []string {
-	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader}
+	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace}
 }
 
 // Replicated returns the fault kinds that need a topology with replicas. The slice is

@@ -5,6 +5,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,9 +61,16 @@ type Config struct {
 	// Steps, if not nil, is the fault schedule to run (a replay of a stored run's
 	// schedule.json) instead of the one generated from Seed.
 	Steps []nemesis.Step
+	// ScheduleKind is how the schedule generated from Seed aims its faults:
+	// nemesis.ScheduleRandom (default), ScheduleTargeted or ScheduleMixed. It is
+	// recorded in run.json: "replayed" there says Steps came from a stored run.
+	ScheduleKind string
 	// Budget is recorded in run.json as the run's failover budget (see
 	// checker.ParseBudgets); the harness does not read it. Optional.
 	Budget string
+	// StartToken and StartCursor are where the run's token counter and cursor begin (see
+	// BoundaryStart); both 0, the default, is a fresh store. Recorded in run.json.
+	StartToken, StartCursor int64
 	// MinFreeDisk ends the run as unknown when the run directory's filesystem has fewer
 	// bytes free: the histories of a full disk are torn. Default 16 MiB; negative: off.
 	MinFreeDisk int64
@@ -103,6 +111,10 @@ func (c *Config) defaults() error {
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = 16 << 20
 	}
+	if c.StartToken < 0 || c.StartCursor < 0 {
+		return fmt.Errorf("harness: start token %d and cursor %d must be >= 0", c.StartToken, c.StartCursor)
+	}
+	c.Node.StartToken, c.Node.StartCursor = c.StartToken, c.StartCursor
 	c.Node.Chaos = true
 	c.Node.Workload = c.Workload.Name
 	if c.Node.Batch == 0 {
@@ -122,6 +134,7 @@ func (c Config) Schedule() ([]nemesis.Step, error) {
 	}
 	return nemesis.NewSchedule(nemesis.ScheduleOptions{
 		Seed: c.Seed, Kinds: c.Nemeses, Duration: c.Duration, LeaseTTL: lease, Nodes: c.Nodes,
+		Kind: c.ScheduleKind,
 	})
 }
 
@@ -166,11 +179,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
-		Budget: cfg.Budget, RedisWait: cfg.Node.RedisWait,
-		MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
-	}
-	if t := cfg.Redis.Topology; t != "" && t != cluster.TopologySingle {
-		info.RedisTopology = t
+		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
+		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,
+		SourceRate: cfg.Workload.SourceRate,
+		Redis: &history.RedisSetup{
+			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
+			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
+		},
 	}
 	if info.Nemeses == nil {
 		info.Nemeses = []string{}
@@ -231,6 +246,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c, err := cfg.Start(ctx, cluster.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
+		SourceBacklog: cfg.StartCursor,
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.
@@ -295,11 +311,17 @@ type openFault struct {
 }
 
 // chaos runs the schedule. Faults are sequential: each is healed before the next.
+//
+// A heal can take far longer than the schedule planned (a Sentinel failover heals when
+// the old primary is a replica again, 10 s later). The rest of the schedule then moves
+// back by the overrun, so that the quiet time planned after each fault survives: without
+// it the next fault would strike at once, the system would never be seen recovering, and
+// a failover window would measure the schedule rather than the election.
 func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 	start := time.Now()
-	end := start.Add(r.cfg.Duration)
+	var shift time.Duration
 	for _, s := range steps {
-		if err := sleepUntil(ctx, start.Add(s.At)); err != nil {
+		if err := sleepUntil(ctx, start.Add(s.At+shift)); err != nil {
 			return err
 		}
 		if err := r.inject(ctx, s); err != nil {
@@ -314,12 +336,15 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 				return err
 			}
 		}
+		if over := time.Since(start.Add(s.At + shift + s.Params.Hold)); over > 0 {
+			shift += over
+		}
 	}
-	return sleepUntil(ctx, end)
+	return sleepUntil(ctx, start.Add(r.cfg.Duration+shift))
 }
 
 func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
-	f, err := nemesis.ByKind(s.Kind)
+	f, err := nemesis.ForStep(s)
 	if err != nil {
 		return err
 	}
@@ -329,6 +354,15 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	}
 	if f.TargetsNode() {
 		target = r.resolve(ctx, s.Target)
+	}
+	if a, ok := f.(nemesis.Aimer); ok {
+		// A targeted step: wait for its moment; the node held at it is the target.
+		var what string
+		target, what, err = a.Aim(ctx, r.c, target, s.Params)
+		r.log.Info("fault-aimed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.String("target", target), slog.String("what", what))
+		if err != nil {
+			r.log.Warn("fault-aim-failed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.Any("error", err))
+		}
 	}
 	if target == nemesis.TargetRedis {
 		r.mon.redisFaultInjected()

@@ -18,7 +18,6 @@ import (
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
 	"github.com/fenceline/fenceline/nemesis"
-	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/workloads"
 )
 
@@ -44,12 +43,16 @@ func config(t *testing.T, bin string, d time.Duration, seed int64) harness.Confi
 }
 
 // TestChaosRunValid is the short chaos run of `make test`: every fault kind against the
-// reference implementation, and the checker must find the run valid.
+// reference implementation, and the checker must find the run valid. The store starts
+// 3 below 2^53, token counter and cursor, where a double no longer tells neighbouring
+// integers apart: both cross it in the run.
 func TestChaosRunValid(t *testing.T) {
 	if testing.Short() {
 		t.Skip("60-second chaos run")
 	}
 	cfg := config(t, testbin.Fenceline(t), 60*time.Second, 20261202)
+	const start = 1<<53 - 3
+	cfg.StartToken, cfg.StartCursor = start, start
 	if err := harness.Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,16 @@ func TestChaosRunValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: cfg.Dir})
+	if run.Info.StartToken != start || run.Info.StartCursor != start {
+		t.Errorf("run.json records the start %d/%d, want %d", run.Info.StartToken, run.Info.StartCursor, int64(start))
+	}
+	if st := run.Store; st == nil || st.Cursor <= 1<<53 || st.MaxToken <= 1<<53 {
+		t.Errorf("the run did not cross 2^53 (cursor and highest token accepted above it): final store %v", st != nil)
+		if st != nil {
+			t.Logf("cursor %d, highest token %d, counter %d", st.Cursor, st.MaxToken, st.TokenCounter)
+		}
+	}
+	res, err := checker.Check(context.Background(), run, workloads.CheckerOptions(run.Info, cfg.Dir))
 	if err != nil {
 		t.Fatal(err)
 	}

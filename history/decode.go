@@ -5,29 +5,6 @@ import (
 	"unicode/utf8"
 )
 
-// decodeEvent parses one history line into e. Histories are large (a million operations
-// is two million lines) and encoding/json spends most of a check's load time on them, so
-// lines of the shape Record writes — a flat object of known keys with plain strings and
-// integers — are parsed here directly; anything else (escapes, other keys, floats, null)
-// goes to encoding/json, so the result is always what json.Unmarshal would give.
-func decodeEvent(b []byte, e *Event) error {
-	if fastDecode(b, e) {
-		return nil
-	}
-	*e = Event{}
-	return json.Unmarshal(b, e)
-}
-
-func fastDecode(b []byte, e *Event) bool {
-	*e = Event{}
-	return decodeFlat(b, func(key, str []byte, n int64, isStr bool) bool {
-		if isStr {
-			return setString(e, key, str)
-		}
-		return setInt(e, key, n)
-	})
-}
-
 // decodeFlat walks a flat JSON object of plain strings and integers, calling set for each
 // member. It returns false, having possibly called set, for anything else.
 func decodeFlat(b []byte, set func(key, str []byte, n int64, isStr bool) bool) bool {
@@ -80,30 +57,25 @@ func decodeFlat(b []byte, set func(key, str []byte, n int64, isStr bool) bool) b
 	}
 }
 
-// decodeAudit parses one line of an audit file, as decodeEvent does a history line.
+// decodeAudit parses one line of an audit file, as builder.decode does a history line.
 // The two strings of an entry that differ on every line, its stream id and op id, are
-// appended to arena and their spans returned (a.StreamID and a.Op are left empty): a
-// long run's audit has a million entries, and a string of their own would be two
-// allocations each.
-func decodeAudit(b []byte, a *AuditEntry, arena *[]byte) (sid, op span, err error) {
+// added to ids and their spans returned (a.StreamID and a.Op are left empty): a long
+// run's audit has a million entries, and a string of their own would be two
+// allocations each. Node and result repeat: they are interned in strs.
+func decodeAudit(b []byte, a *AuditEntry, ids *arena, strs *interner) (sid, op span, err error) {
 	*a = AuditEntry{}
-	mark := len(*arena)
-	add := func(s []byte) span {
-		sp := mkSpan(len(*arena), len(s))
-		*arena = append(*arena, s...)
-		return sp
-	}
+	var sidb, opb []byte
 	ok := decodeFlat(b, func(key, str []byte, n int64, isStr bool) bool {
 		if isStr {
 			switch string(key) {
 			case "stream_id":
-				sid = add(str)
+				sidb = str
 			case "op":
-				op = add(str)
+				opb = str
 			case "node":
-				a.Node = intern(str)
+				a.Node = strs.get(str, 0)
 			case "result":
-				a.Result = intern(str)
+				a.Result = strs.get(str, 1)
 			default:
 				return false
 			}
@@ -124,16 +96,38 @@ func decodeAudit(b []byte, a *AuditEntry, arena *[]byte) (sid, op span, err erro
 		return true
 	})
 	if ok {
-		return sid, op, nil
+		return ids.add(sidb), ids.add(opb), nil
 	}
 	*a = AuditEntry{}
-	*arena = (*arena)[:mark]
 	if err := json.Unmarshal(b, a); err != nil {
 		return 0, 0, err
 	}
-	sid, op = add([]byte(a.StreamID)), add([]byte(a.Op))
+	sid, op = ids.add([]byte(a.StreamID)), ids.add([]byte(a.Op))
 	a.StreamID, a.Op = "", ""
 	return sid, op, nil
+}
+
+// interner hands out one string for each distinct value of a few fields that repeat
+// on every line; last[k] is the value field k had last, tried before the map.
+type interner struct {
+	m    map[string]string
+	last [2]string
+}
+
+func (in *interner) get(s []byte, k int) string {
+	if string(s) == in.last[k] {
+		return in.last[k]
+	}
+	v, ok := in.m[string(s)]
+	if !ok {
+		if in.m == nil {
+			in.m = map[string]string{}
+		}
+		v = string(s)
+		in.m[v] = v
+	}
+	in.last[k] = v
+	return v
 }
 
 func skipSpace(b []byte, i int) int {
@@ -149,13 +143,16 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
+	ascii := true
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
-			return s, j + 1, utf8.Valid(s)
+			return s, j + 1, ascii || utf8.Valid(s)
 		case c == '\\' || c < 0x20:
 			return nil, 0, false
+		case c >= 0x80:
+			ascii = false
 		}
 	}
 	return nil, 0, false
@@ -191,74 +188,4 @@ func plainInt(b []byte, i int) (int64, int, bool) {
 		return 0, 0, false
 	}
 	return int64(n), i, true
-}
-
-func setString(e *Event, key, val []byte) bool {
-	switch string(key) {
-	case "id":
-		e.ID = string(val)
-	case "type":
-		e.Type = Type(intern(val))
-	case "kind":
-		e.Kind = Kind(intern(val))
-	case "node":
-		e.Node = intern(val)
-	case "error":
-		e.Error = intern(val)
-	case "reason":
-		e.Reason = intern(val)
-	case "fault":
-		e.Fault = intern(val)
-	default:
-		return false
-	}
-	return true
-}
-
-func setInt(e *Event, key []byte, n int64) bool {
-	switch string(key) {
-	case "time":
-		e.Time = n
-	case "token":
-		e.Token = n
-	case "from":
-		e.From = n
-	case "to":
-		e.To = n
-	case "cursor":
-		e.Cursor = n
-	case "events":
-		if int64(int(n)) != n {
-			return false
-		}
-		e.Events = int(n)
-	default:
-		return false
-	}
-	return true
-}
-
-// interned holds the few strings that repeat on every line, so that reading a history
-// does not allocate them two million times.
-var interned = internTable()
-
-func internTable() map[string]string {
-	m := map[string]string{}
-	for _, s := range []string{
-		string(Invoke), string(OK), string(Fail), string(Info),
-		string(KindLoad), string(KindCommit), string(KindAcquire), string(KindRenew),
-		string(KindRelease), string(KindStepDown), string(KindFault),
-		ErrStaleToken, ErrCursorConflict, ErrNotHeld, "ok",
-		"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "redis",
-	} {
-		m[s] = s
-	}
-	return m
-}
-
-func intern(b []byte) string {
-	if s, ok := interned[string(b)]; ok {
-		return s
-	}
-	return string(b)
 }

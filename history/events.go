@@ -2,9 +2,9 @@ package history
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Events is a sequence of events held compactly: a long run's two million events take
@@ -16,10 +16,11 @@ import (
 // An Events is immutable once made, and safe for concurrent reads. The zero value is
 // empty. Make one with Pack, or get one from LoadRun.
 type Events struct {
-	rows []row
-	ids  string   // every event's id, one after another
-	strs []string // interned strings; strs[0] is ""
-	wide []Event  // the events no row layout fits (see layoutWide)
+	rows  []row
+	order []int32  // when not nil, the i-th event in time order is rows[order[i]]
+	ids   []string // every event's id, in chunks (see arena)
+	strs  []string // interned strings; strs[0] is ""
+	wide  []Event  // the events no row layout fits (see layoutWide)
 }
 
 // row is one event. Its strings are indices into Events.strs, its id a span of
@@ -41,21 +42,88 @@ const (
 	// int32, or a type or kind that is not one of the package's constants
 )
 
-// fields is an event being read: its strings interned, its id in the builder's arena.
+// fields is an event being read: its strings interned, its id in the builder's arena
+// (or, while a line is parsed, still in the line: idb).
 type fields struct {
 	time, token, from, to, cursor, events int64
 	id                                    span
+	idb                                   []byte
 	typ, kind, node, err, reason, fault   uint32
 }
 
-// span locates a string in an arena: offset in the high 40 bits, length in the low 24
-// (a line, so any id, is shorter than maxLine).
+// span locates a string in an arena: its chunk in the high 20 bits, its offset in the
+// chunk in the next 22, its length in the low 22 (a line, so any id, is shorter than
+// maxLine = 2^22 bytes).
 type span uint64
 
-func mkSpan(off, n int) span { return span(uint64(off)<<24 | uint64(n)) }
-func (s span) off() int      { return int(s >> 24) }
-func (s span) end() int      { return s.off() + s.len() }
-func (s span) len() int      { return int(s & (1<<24 - 1)) }
+const (
+	spanBits  = 22
+	spanMask  = 1<<spanBits - 1
+	maxChunks = 1 << (64 - 2*spanBits)
+)
+
+func mkSpan(chunk, off, n int) span {
+	return span(uint64(chunk)<<(2*spanBits) | uint64(off)<<spanBits | uint64(n))
+}
+func (s span) chunk() int { return int(s >> (2 * spanBits)) }
+func (s span) off() int   { return int(s>>spanBits) & spanMask }
+func (s span) end() int   { return s.off() + s.len() }
+func (s span) len() int   { return int(s & spanMask) }
+
+// rebase moves s to the chunk base chunks further on (merge joins the arenas of parts).
+func (s span) rebase(base int) span { return s + span(uint64(base)<<(2*spanBits)) }
+
+// arena holds many short strings (a run's ids) in chunks of chunkSize bytes, each one
+// string once it is full: no slice that doubles as it grows, and no copy of the whole
+// when it is done (a million-operation run has 17 MB of ids, which a doubling slice
+// made 100 MB of allocations and two more copies).
+type arena struct {
+	chunks []string // sealed chunks
+	cur    []byte   // the chunk being filled; its index is len(chunks)
+}
+
+const chunkSize = 1 << 20
+
+// add copies s into the arena and returns where it is.
+func (a *arena) add(s []byte) span {
+	if len(a.cur)+len(s) > cap(a.cur) || len(a.cur)+len(s) > spanMask {
+		a.seal()
+		if n := max(chunkSize, len(s)); cap(a.cur) < n {
+			a.cur = make([]byte, 0, n)
+		}
+	}
+	if len(a.chunks) >= maxChunks || len(s) > spanMask {
+		panic("history: arena overflow") // 2^20 chunks of 1 MiB, or a string longer than a line
+	}
+	sp := mkSpan(len(a.chunks), len(a.cur), len(s))
+	a.cur = append(a.cur, s...)
+	return sp
+}
+
+// seal turns the chunk being filled into a string and starts a new one in its buffer.
+func (a *arena) seal() {
+	if len(a.cur) > 0 {
+		a.chunks = append(a.chunks, string(a.cur))
+		a.cur = a.cur[:0]
+	}
+}
+
+// str returns the string at sp; it allocates only for one in the unsealed chunk.
+func str(chunks []string, cur []byte, sp span) string {
+	if sp.len() == 0 {
+		return ""
+	}
+	if c := sp.chunk(); c < len(chunks) {
+		return chunks[c][sp.off():sp.end()]
+	}
+	return string(cur[sp.off():sp.end()])
+}
+
+// done seals the arena and returns its chunks.
+func (a *arena) done() []string {
+	a.seal()
+	return a.chunks
+}
 
 // Pack returns evs as Events, in the same order. It copies them.
 func Pack(evs []Event) Events {
@@ -70,13 +138,21 @@ func Pack(evs []Event) Events {
 // Len returns the number of events.
 func (h Events) Len() int { return len(h.rows) }
 
+// row returns the i-th event's row.
+func (h Events) row(i int) *row {
+	if h.order != nil {
+		return &h.rows[h.order[i]]
+	}
+	return &h.rows[i]
+}
+
 // At returns the i-th event. Its strings share h's memory; it allocates nothing.
 func (h Events) At(i int) Event {
-	r := &h.rows[i]
+	r := h.row(i)
 	if r.layout == layoutWide {
 		return h.wide[r.x]
 	}
-	e := Event{ID: h.ids[r.id.off():r.id.end()], Type: Type(h.strs[r.typ]), Kind: Kind(h.strs[r.kind]),
+	e := Event{ID: str(h.ids, nil, r.id), Type: Type(h.strs[r.typ]), Kind: Kind(h.strs[r.kind]),
 		Node: h.strs[r.node], Time: r.time, Token: r.token, Events: int(r.events),
 		Error: h.strs[r.err], Reason: h.strs[r.reason], Fault: h.strs[r.fault]}
 	if r.layout == layoutLoad {
@@ -88,10 +164,34 @@ func (h Events) At(i int) Event {
 }
 
 // Time returns the time of the i-th event.
-func (h Events) Time(i int) int64 { return h.rows[i].time }
+func (h Events) Time(i int) int64 { return h.row(i).time }
+
+// Type returns the type of the i-th event.
+func (h Events) Type(i int) Type {
+	r := h.row(i)
+	if r.layout == layoutWide {
+		return h.wide[r.x].Type
+	}
+	return Type(h.strs[r.typ])
+}
+
+// Kind returns the kind of the i-th event.
+func (h Events) Kind(i int) Kind {
+	r := h.row(i)
+	if r.layout == layoutWide {
+		return h.wide[r.x].Kind
+	}
+	return Kind(h.strs[r.kind])
+}
 
 // ID returns the id of the i-th event.
-func (h Events) ID(i int) string { r := &h.rows[i]; return h.ids[r.id.off():r.id.end()] }
+func (h Events) ID(i int) string {
+	r := h.row(i)
+	if r.layout == layoutWide {
+		return h.wide[r.x].ID
+	}
+	return str(h.ids, nil, r.id)
+}
 
 // All returns the events as a slice (a copy). For tests and small histories.
 func (h Events) All() []Event {
@@ -104,29 +204,42 @@ func (h Events) All() []Event {
 
 // SortedByTime reports whether the events are in time order.
 func (h Events) SortedByTime() bool {
-	return slices.IsSortedFunc(h.rows, func(a, b row) int { return cmp.Compare(a.time, b.time) })
+	for i := 1; i < h.Len(); i++ {
+		if h.row(i).time < h.row(i-1).time {
+			return false
+		}
+	}
+	return true
 }
 
 // SortByTime returns the events ordered by time, keeping the order of equal times: h
-// itself if it is already in order, else a sorted copy.
+// itself if it is already in order, else a sorted view of the same rows (4 bytes an
+// event).
 func (h Events) SortByTime() Events {
 	if h.SortedByTime() {
 		return h
 	}
-	s := Events{rows: slices.Clone(h.rows), ids: h.ids, strs: h.strs, wide: h.wide}
-	slices.SortStableFunc(s.rows, func(a, b row) int { return cmp.Compare(a.time, b.time) })
-	return s
+	order := make([]int32, h.Len())
+	for i := range order {
+		order[i] = int32(i)
+		if h.order != nil {
+			order[i] = h.order[i]
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(h.rows[a].time, h.rows[b].time) })
+	return Events{rows: h.rows, order: order, ids: h.ids, strs: h.strs, wide: h.wide}
 }
 
 // builder makes an Events. Each file of a run is read by a builder of its own, in
 // parallel; merge joins them.
 type builder struct {
-	rows  []row
-	ids   []byte
-	strs  []string
-	wide  []Event
-	index map[string]uint32
-	f     fields // the event being read
+	rows     []row
+	ids      arena
+	strs     []string
+	wide     []Event
+	index    map[string]uint32
+	lastNode uint32 // the node of the last line: a node's file names one node throughout
+	f        fields // the event being read
 }
 
 // internFixed are the strings every history holds, at the same index in every builder.
@@ -170,10 +283,8 @@ func (b *builder) internString(s string) uint32 {
 
 // set makes e the event being read.
 func (b *builder) set(e *Event) {
-	off := len(b.ids)
-	b.ids = append(b.ids, e.ID...)
 	b.f = fields{time: e.Time, token: e.Token, from: e.From, to: e.To, cursor: e.Cursor,
-		events: int64(e.Events), id: mkSpan(off, len(e.ID)),
+		events: int64(e.Events), id: b.ids.add([]byte(e.ID)),
 		typ: b.internString(string(e.Type)), kind: b.internString(string(e.Kind)), node: b.internString(e.Node),
 		err: b.internString(e.Error), reason: b.internString(e.Reason), fault: b.internString(e.Fault)}
 }
@@ -191,7 +302,7 @@ func (b *builder) push() {
 		r.layout, r.x = layoutLoad, f.cursor
 	default:
 		r.layout, r.x, r.typ, r.kind = layoutWide, int64(len(b.wide)), 0, 0
-		b.wide = append(b.wide, Event{ID: string(b.ids[f.id.off():f.id.end()]), Type: Type(b.strs[f.typ]),
+		b.wide = append(b.wide, Event{ID: str(b.ids.chunks, b.ids.cur, f.id), Type: Type(b.strs[f.typ]),
 			Kind: Kind(b.strs[f.kind]), Node: b.strs[f.node], Time: f.time, Token: f.token, From: f.from, To: f.to,
 			Cursor: f.cursor, Events: int(f.events), Error: b.strs[f.err], Reason: b.strs[f.reason], Fault: b.strs[f.fault]})
 	}
@@ -199,24 +310,28 @@ func (b *builder) push() {
 }
 
 // decode parses one history line into the event being read: directly for lines of the
-// shape Record writes, through encoding/json for anything else (so the event is always
-// what json.Unmarshal gives).
+// shape Record writes (a flat object of known keys with plain strings and integers),
+// through encoding/json for anything else (escapes, other keys, floats, null), so the
+// event is always what json.Unmarshal gives. Histories are large (a million operations
+// is two million lines), so the direct path looks up the strings that repeat on every
+// line (type, kind, node) without hashing them.
 func (b *builder) decode(line []byte) error {
-	mark := len(b.ids)
 	f := &b.f
 	*f = fields{}
 	ok := decodeFlat(line, func(key, str []byte, n int64, isStr bool) bool {
 		if isStr {
 			switch string(key) {
 			case "id":
-				f.id = mkSpan(len(b.ids), len(str))
-				b.ids = append(b.ids, str...)
+				f.idb = str
 			case "type":
-				f.typ = b.intern(str)
+				f.typ = b.fixed(str, 1, 4)
 			case "kind":
-				f.kind = b.intern(str)
+				f.kind = b.fixed(str, 5, 11)
 			case "node":
-				f.node = b.intern(str)
+				if string(str) != b.strs[b.lastNode] {
+					b.lastNode = b.intern(str)
+				}
+				f.node = b.lastNode
 			case "error":
 				f.err = b.intern(str)
 			case "reason":
@@ -250,14 +365,35 @@ func (b *builder) decode(line []byte) error {
 		return true
 	})
 	if ok {
+		f.id, f.idb = b.ids.add(f.idb), nil
 		return nil
 	}
-	b.ids = b.ids[:mark] // an id the fast path appended
 	var e Event
-	if err := decodeEvent(line, &e); err != nil {
+	if err := json.Unmarshal(line, &e); err != nil {
 		return err
 	}
 	b.set(&e)
+	return nil
+}
+
+// fixed interns s, looking first among internFixed[lo..hi] (the types, or the kinds).
+func (b *builder) fixed(s []byte, lo, hi uint32) uint32 {
+	for i := lo; i <= hi; i++ {
+		if string(s) == internFixed[i] {
+			return i
+		}
+	}
+	return b.intern(s)
+}
+
+// decodeEvent parses one history line as LoadRun does.
+func decodeEvent(line []byte, e *Event) error {
+	b := newBuilder(1)
+	if err := b.decode(line); err != nil {
+		return err
+	}
+	b.push()
+	*e = b.events().At(0)
 	return nil
 }
 
@@ -285,27 +421,28 @@ func (b *builder) sortByTime() {
 }
 
 func (b *builder) events() Events {
-	return Events{rows: b.rows, ids: string(b.ids), strs: b.strs, wide: b.wide}
+	return Events{rows: b.rows, ids: b.ids.done(), strs: b.strs, wide: b.wide}
 }
 
 // merge joins the events of several builders into one Events ordered by time, as a
 // stable sort of their concatenation would order it. Each builder's events must be in
 // time order. When every part still lies where the reader put it, in all (one slice for
 // every file, part i at its counted place), the rows are moved within all, each
-// towards its start: nothing a check holds is held twice.
+// towards its start: nothing a check holds is held twice. The rows stay in file order;
+// the time order is a permutation beside them (Events.order, 4 bytes a row), which is
+// much cheaper than moving 64-byte rows to random places, and walking them in time
+// order reads each file's rows in sequence.
 func merge(parts []*builder, all []row, counts []int) Events {
 	out := newBuilder(0)
-	var ids strings.Builder
-	n, nids := 0, 0
+	var chunks []string
+	n := 0
 	inPlace := len(counts) == len(parts)
 	for i, p := range parts {
 		n += len(p.rows)
-		nids += len(p.ids)
 		// A part that outgrew its count (a file that grew since it was counted) was
 		// reallocated, and moving it would overwrite the next part before it is read.
 		inPlace = inPlace && len(p.rows) <= counts[i]
 	}
-	ids.Grow(nids)
 	rows := all[:0]
 	if !inPlace || cap(rows) < n {
 		rows = make([]row, 0, n)
@@ -318,13 +455,13 @@ func merge(parts []*builder, all []row, counts []int) Events {
 		for i, s := range p.strs {
 			remap[i] = out.internString(s)
 		}
-		base, wideBase := ids.Len(), int64(len(out.wide))
-		ids.Write(p.ids)
+		base, wideBase := len(chunks), int64(len(out.wide))
+		chunks = append(chunks, p.ids.done()...)
 		out.wide = append(out.wide, p.wide...)
 		bounds = append(bounds, len(rows))
 		for _, r := range p.rows {
 			r.node, r.err, r.reason, r.fault = remap[r.node], remap[r.err], remap[r.reason], remap[r.fault]
-			r.id = mkSpan(r.id.off()+base, r.id.len())
+			r.id = r.id.rebase(base)
 			if r.layout == layoutWide {
 				r.x += wideBase
 			}
@@ -332,17 +469,22 @@ func merge(parts []*builder, all []row, counts []int) Events {
 		}
 	}
 	bounds = append(bounds, len(rows))
-	mergeRuns(rows, bounds)
-	return Events{rows: rows, ids: ids.String(), strs: out.strs, wide: out.wide}
+	return Events{rows: rows, order: mergeOrder(rows, bounds), ids: chunks, strs: out.strs, wide: out.wide}
 }
 
-// mergeRuns orders rows by time, as a stable sort would, when rows[bounds[k]:bounds[k+1]]
-// are each sorted by time. It merges the runs into a permutation (4 bytes a row) and
-// applies it in place, moving each row once: a stable sort moves them many times, and a
-// merge into a second slice would double the largest thing a check holds.
-func mergeRuns(rows []row, bounds []int) {
+// mergeOrder returns the order of rows by time, as a stable sort would give it, when
+// rows[bounds[k]:bounds[k+1]] are each sorted by time; nil when rows are in order
+// already.
+func mergeOrder(rows []row, bounds []int) []int32 {
 	if len(bounds) <= 2 {
-		return
+		return nil
+	}
+	sorted := true
+	for k := 1; k+1 < len(bounds) && sorted; k++ {
+		sorted = bounds[k] == 0 || bounds[k] == len(rows) || rows[bounds[k]-1].time <= rows[bounds[k]].time
+	}
+	if sorted {
+		return nil // each part ends before the next begins
 	}
 	pos := make([]int, len(bounds)-1) // next unmerged index of each run
 	copy(pos, bounds[:len(bounds)-1])
@@ -357,22 +499,5 @@ func mergeRuns(rows []row, bounds []int) {
 		perm[i] = int32(pos[best])
 		pos[best]++
 	}
-	// Apply the permutation by following its cycles: the slot i receives rows[perm[i]].
-	for i := range perm {
-		if perm[i] < 0 || int(perm[i]) == i {
-			continue
-		}
-		tmp := rows[i]
-		j := i
-		for {
-			k := int(perm[j])
-			perm[j] = -1
-			if k == i {
-				rows[j] = tmp
-				break
-			}
-			rows[j] = rows[k]
-			j = k
-		}
-	}
+	return perm
 }

@@ -89,6 +89,11 @@ func TestPack(t *testing.T) {
 	if n := unsafe.Sizeof(row{}); n != 64 {
 		t.Errorf("a row takes %d bytes, want 64", n)
 	}
+	for i := range evs {
+		if p.Kind(i) != evs[i].Kind || p.Type(i) != evs[i].Type || p.ID(i) != evs[i].ID {
+			t.Errorf("event %d: Kind %q, Type %q, ID %q; want %q, %q, %q", i, p.Kind(i), p.Type(i), p.ID(i), evs[i].Kind, evs[i].Type, evs[i].ID)
+		}
+	}
 	if p.ID(2) != evs[2].ID || p.Time(1) != 2 {
 		t.Errorf("ID(2) = %q, Time(1) = %d", p.ID(2), p.Time(1))
 	}

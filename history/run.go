@@ -62,13 +62,40 @@ type RunInfo struct {
 	// NoFence is set when the target writes the cursor without a fencing token: the
 	// no-stale-write check does not apply to it.
 	NoFence bool `json:"no_fence,omitempty"`
-	// RedisTopology is how Redis ran ("sentinel", "cluster"; empty: one server), and
-	// MinReplicasToWrite, MinReplicasMaxLag and RedisWait its mitigations: a replay
-	// runs on the same.
-	RedisTopology      string `json:"redis_topology,omitempty"`
-	MinReplicasToWrite int    `json:"min_replicas_to_write,omitempty"`
-	MinReplicasMaxLag  int    `json:"min_replicas_max_lag,omitempty"`
-	RedisWait          int    `json:"redis_wait,omitempty"`
+	// Store is where the nodes kept the cursor: "redis" or "postgres". Runs recorded
+	// before it existed leave it empty, which means redis.
+	Store string `json:"store,omitempty"`
+	// Redis is how Redis ran. Runs recorded before it existed leave it nil: one server.
+	Redis *RedisSetup `json:"redis,omitempty"`
+	// Schedule is how the run's schedule was made: "random" ("" too), "targeted",
+	// "mixed" (generated from Seed), or "replayed" (given, by a replay or a shrink).
+	Schedule string `json:"schedule,omitempty"`
+	// ShrunkFrom, set by `fenceline shrink` on the failing run it found, is how many
+	// faults the schedule it was shrunk from had, and ShrunkFromRun that run's directory.
+	ShrunkFrom    int    `json:"shrunk_from,omitempty"`
+	ShrunkFromRun string `json:"shrunk_from_run,omitempty"`
+	// ShrunkTo is how many faults this run's schedule has, recorded with ShrunkFrom.
+	ShrunkTo int `json:"shrunk_to,omitempty"`
+	// StartToken and StartCursor are where the run began: the token counter (the first
+	// token issued is StartToken+1) and the stored cursor (the first event to ingest is
+	// StartCursor+1; the cursor record's token is 0). Both 0: a fresh store.
+	StartToken  int64 `json:"start_token,omitempty"`
+	StartCursor int64 `json:"start_cursor,omitempty"`
+	// SourceRate is the event source's rate, events per second (0: unknown or
+	// unlimited): what a leader that keeps up applies.
+	SourceRate float64 `json:"source_rate,omitempty"`
+}
+
+// RedisSetup is how Redis ran in a run: what a replay needs to run it the same way.
+type RedisSetup struct {
+	// Topology is "single", "sentinel" or "cluster".
+	Topology string `json:"topology"`
+	// MinReplicasToWrite and MinReplicasMaxLag (seconds) are the data nodes'
+	// min-replicas-to-write and min-replicas-max-lag; 0: off.
+	MinReplicasToWrite int `json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  int `json:"min_replicas_max_lag,omitempty"`
+	// Wait is the nodes' --redis-wait: WAIT for this many replicas after every script.
+	Wait int `json:"wait,omitempty"`
 }
 
 // Store is the final state of the store, read from Redis after the run's recovery phase.
@@ -84,9 +111,14 @@ type Store struct {
 	// Balances are the simulated ledger's balances, by account.
 	Balances map[string]int64 `json:"balances"`
 	// Audit is the store's audit stream: every fenced write attempt, in the store's order.
-	// WriteStore puts it in its own file, AuditFile; LoadRun reads it from there (or
-	// from store.json, where older and hand-written runs keep it).
+	// WriteStore puts it in its own file, AuditFile. LoadRun leaves here only what
+	// store.json holds (older and hand-written runs keep the audit there) and holds the
+	// entries of AuditFile packed after them: read the whole stream with AuditLen and
+	// AuditAt.
 	Audit []AuditEntry `json:"audit,omitempty"`
+	// packed holds the entries LoadRun read from AuditFile, after those of Audit (see
+	// AuditLen and AuditAt, which read both).
+	packed auditLog
 }
 
 // AuditEntry is one fenced write attempt as the store saw it.
@@ -186,7 +218,7 @@ func LoadRun(dir string) (*Run, error) {
 	var (
 		st      Store
 		stErr   error
-		audit   []AuditEntry
+		audit   auditLog
 		auErr   error
 		faults  []Event
 		fWarn   string
@@ -225,10 +257,8 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, stErr
 	}
 	switch {
-	case auErr == nil && r.Store != nil && len(r.Store.Audit) == 0:
-		r.Store.Audit = audit // no copy: a long run's audit is a hundred megabytes
 	case auErr == nil && r.Store != nil:
-		r.Store.Audit = append(r.Store.Audit, audit...)
+		r.Store.packed = audit // after the entries store.json holds, if any
 	case auErr == nil:
 		return nil, fmt.Errorf("%w: %s has %s but no %s", ErrBadInput, dir, filepath.Base(auditAt), StoreFile)
 	case !errors.Is(auErr, os.ErrNotExist):
@@ -452,26 +482,35 @@ const minEventLine = 40
 // readAudit reads the audit file (plain or compressed). Unlike a history, a torn
 // line is an error: an entry missing from the audit stream would be read as a commit
 // that never reached the store.
-func readAudit(path string) ([]AuditEntry, string, error) {
+func readAudit(path string) (auditLog, string, error) {
 	rc, name, err := openData(path)
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
 	defer rc.Close()
 	// A long run's audit has an entry per commit: counted first, so that the slice is
 	// allocated once at its size instead of doubling.
 	n, err := countLines(name)
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
-	out := make([]AuditEntry, 0, n)
-	var arena []byte
-	spans := make([][2]span, 0, n) // each entry's stream id and op id in arena
+	l := auditLog{rows: make([]auditRow, 0, n)}
+	var ids arena
+	strs := map[string]uint32{"": 0}
+	l.strs = []string{""}
+	index := func(s string) uint32 {
+		k, ok := strs[s]
+		if !ok {
+			k = uint32(len(l.strs))
+			strs[s] = k
+			l.strs = append(l.strs, s)
+		}
+		return k
+	}
+	var in interner
+	var a AuditEntry
 	err = scanLines(rc, name, func(line int, b []byte, torn bool) error {
-		out = append(out, AuditEntry{})
-		a := &out[len(out)-1] // decoded in place: a local would escape, one allocation a line
-		sid, op, err := decodeAudit(b, a, &arena)
-		spans = append(spans, [2]span{sid, op})
+		sid, op, err := decodeAudit(b, &a, &ids, &in)
 		if err != nil {
 			what := ""
 			if torn {
@@ -479,16 +518,15 @@ func readAudit(path string) ([]AuditEntry, string, error) {
 			}
 			return fmt.Errorf("%s:%d: %w%s: %v", name, line, ErrMalformed, what, err)
 		}
+		l.rows = append(l.rows, auditRow{token: a.Token, from: a.From, to: a.To, serverTime: a.ServerTime,
+			sid: sid, op: op, node: index(a.Node), result: index(a.Result)})
 		return nil
 	})
 	if err != nil {
-		return nil, name, err
+		return auditLog{}, name, err
 	}
-	s := string(arena)
-	for i := range out {
-		out[i].StreamID, out[i].Op = s[spans[i][0].off():spans[i][0].end()], s[spans[i][1].off():spans[i][1].end()]
-	}
-	return out, name, nil
+	l.ids = ids.done()
+	return l, name, nil
 }
 
 // readStore reads store.json, requiring the fields the harness always writes: a file
@@ -638,8 +676,8 @@ func WriteJSON(path string, v any) error {
 // entry per line.
 func WriteStore(dir string, st *Store) error {
 	var b bytes.Buffer
-	for _, a := range st.Audit {
-		line, err := json.Marshal(a)
+	for i := range st.AuditLen() {
+		line, err := json.Marshal(st.AuditAt(i))
 		if err != nil {
 			return err
 		}
@@ -660,7 +698,7 @@ func WriteStore(dir string, st *Store) error {
 		return err
 	}
 	rest := *st
-	rest.Audit = nil
+	rest.Audit, rest.packed = nil, auditLog{}
 	if err := writeJSON(filepath.Join(dir, StoreFile), &rest, false); err != nil {
 		os.Remove(audit)
 		return err
@@ -717,14 +755,15 @@ func (r *Run) Locate(id string) []string {
 	files, _ := historyFiles(r.Dir)
 	files = append(files, filepath.Join(r.Dir, FaultsFile))
 	var out []string
+	b := newBuilder(0)
 	for _, f := range files {
 		rc, name, err := openData(f)
 		if err != nil {
 			continue
 		}
-		_ = scanLines(rc, name, func(line int, b []byte, _ bool) error {
-			var e Event
-			if decodeEvent(b, &e) == nil && e.ID == id {
+		_ = scanLines(rc, name, func(line int, l []byte, _ bool) error {
+			b.ids.chunks, b.ids.cur = b.ids.chunks[:0], b.ids.cur[:0] // one line's id at a time
+			if b.decode(l) == nil && str(b.ids.chunks, b.ids.cur, b.f.id) == id {
 				out = append(out, fmt.Sprintf("%s:%d", name, line))
 				if len(out) == 4 {
 					return io.EOF

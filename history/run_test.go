@@ -101,7 +101,7 @@ func TestLoadRunGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Events.Len() != 4 || len(r.Faults) != 2 || r.Store == nil || len(r.Store.Audit) != 1 || len(r.Warnings) != 0 {
+	if r.Events.Len() != 4 || len(r.Faults) != 2 || r.Store == nil || r.Store.AuditLen() != 1 || len(r.Warnings) != 0 {
 		t.Fatalf("loaded %d events, %d faults, store %+v, warnings %v", r.Events.Len(), len(r.Faults), r.Store, r.Warnings)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -48,9 +49,10 @@ const (
 	AuditUnbounded = -1
 )
 
-// MaxExactInt is the largest magnitude a token, cursor, position or HINCRBY increment
-// may have in a RedisStore: the commit script compares numbers as Lua doubles, exact up
-// to 2^53, and rejects anything beyond (see commitScript).
+// MaxExactInt is the largest magnitude an HINCRBY increment (and a sum of them) may
+// have in a RedisStore: Lua numbers are doubles, exact up to 2^53, and the commit script
+// rejects anything beyond (see commitScript). Tokens, cursors and positions may be any
+// int64 but math.MinInt64: the script compares them on their digits.
 const MaxExactInt = 1<<53 - 1
 
 // ResultBadArgument is the result, in the commit script's reply and in the audit stream,
@@ -173,7 +175,7 @@ func (s *RedisStore[E]) Load(ctx context.Context) (cursor, token int64, err erro
 // A rejection returns a *RejectedError wrapping ErrStaleToken or ErrCursorConflict, or
 // ErrInvalidBatch for effects the script found it cannot apply (see Write); an unknown
 // outcome an error wrapping ErrOutcomeUnknown and the cause. An invalid batch (see
-// ValidateBatch; numbers beyond ±MaxExactInt; Effects failing or returning a write that
+// ValidateBatch; a token or cursor of math.MinInt64; Effects failing or returning a write that
 // cannot be sent) returns ErrInvalidBatch and a done ctx its error, both without sending
 // or recording anything.
 func (s *RedisStore[E]) Commit(ctx context.Context, token, from int64, batch []E) error {
@@ -181,8 +183,8 @@ func (s *RedisStore[E]) Commit(ctx context.Context, token, from int64, batch []E
 		return err
 	}
 	to := batch[len(batch)-1].Position()
-	if !exact(token) || !exact(from) || !exact(to) {
-		return fmt.Errorf("%w: token %d, from %d or to %d beyond ±%d", ErrInvalidBatch, token, from, to, int64(MaxExactInt))
+	if token == math.MinInt64 || from == math.MinInt64 {
+		return fmt.Errorf("%w: token %d or from %d is math.MinInt64", ErrInvalidBatch, token, from)
 	}
 	writes, err := s.effects(batch)
 	if err != nil {

@@ -8,19 +8,21 @@ package listener
 //	reply: {result, stored cursor, stored token} with result "ok", "stale-token",
 //	       "cursor-conflict" or "bad-argument"; on ok the stored values are the new ones.
 //
-// Every number it is sent (token, from, to, max length, indexes, counts, increments)
-// must be a decimal integer in canonical form — "0", or an optional '-' and digits
-// without a leading zero — within ±(2^53-1) (MaxExactInt). Lua numbers are doubles:
+// Every number it is sent must be a decimal integer in canonical form — "0", or an
+// optional '-' and digits without a leading zero: token, from and to within ±(2^63-1)
+// (a token counter or a paging token may be anywhere in int64), max length, indexes,
+// counts and increments within ±(2^53-1) (MaxExactInt). Lua numbers are doubles:
 // tonumber() also takes "nan", "inf", "2.0e0", "0x10" and " 1", and above 2^53 two
 // different integers compare equal, so the check is done on the string (its length, then
-// its digits compared as a string), never on tonumber's result. to must be above from.
+// its digits compared as a string), never on tonumber's result; tokens and cursors are
+// compared the same way (cmpint), never as numbers. to must be above from.
 // A commit that breaks any of this is rejected as "bad-argument" and audited with the
 // arguments as sent and an "error" field naming the first bad one; it changes nothing
 // else.
 //
 // The token check comes first, so a stale writer is told it is stale even when its cursor
-// is also out of date. Tokens and cursors, once validated, are compared as numbers
-// (exact). Every attempt is audited; numbers are copied into the audit entry as the
+// is also out of date. Tokens and cursors, once validated, are compared exactly, on
+// their digits. Every attempt is audited; numbers are copied into the audit entry as the
 // strings the client sent, and the time is Redis's TIME in microseconds, built as a string
 // (Lua's tostring would print 1.7e+15).
 //
@@ -42,6 +44,27 @@ local function int(s)
   if not string.find(d, '^[1-9][0-9]*$') then return false end
   return #d < 16 or (#d == 16 and d <= '9007199254740991')
 end
+local function int64(s)
+  if type(s) ~= 'string' then return false end
+  local d = s
+  if string.sub(s, 1, 1) == '-' then d = string.sub(s, 2) end
+  if d == '0' then return s == '0' end
+  if not string.find(d, '^[1-9][0-9]*$') then return false end
+  return #d < 19 or (#d == 19 and d <= '9223372036854775807')
+end
+-- cmpint compares two canonical integers (int64 checked): -1, 0 or 1.
+local function cmpint(a, b)
+  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if na ~= nb then
+    if na then return -1 end
+    return 1
+  end
+  if a == b then return 0 end
+  local r = 1
+  if #a < #b or (#a == #b and a < b) then r = -1 end
+  if na then return -r end
+  return r
+end
 local function int18(s)
   if type(s) ~= 'string' then return false end
   local d = s
@@ -52,7 +75,7 @@ end
 local rec = redis.call('HMGET', KEYS[1], 'cursor', 'token')
 local cursor = rec[1] or '0'
 local stored = rec[2] or '0'
-if not int(cursor) or not int(stored) then
+if not int64(cursor) or not int64(stored) then
   return redis.error_reply('ERR listener: stored cursor record is not an integer pair')
 end
 local bad = nil
@@ -60,10 +83,10 @@ local writes = {}
 local arity = {HINCRBY = {2, 2}, HSET = {2, 2}, SET = {1, 1}, RPUSH = {1, 1000}, XADD = {2, 2000}, DEL = {0, 0}}
 if #ARGV < 6 then
   bad = 'argument count ' .. #ARGV
-elseif not int(ARGV[3]) then bad = 'token'
-elseif not int(ARGV[4]) then bad = 'from'
-elseif not int(ARGV[5]) then bad = 'to'
-elseif tonumber(ARGV[5]) <= tonumber(ARGV[4]) then bad = 'to is not above from'
+elseif not int64(ARGV[3]) then bad = 'token'
+elseif not int64(ARGV[4]) then bad = 'from'
+elseif not int64(ARGV[5]) then bad = 'to'
+elseif cmpint(ARGV[5], ARGV[4]) <= 0 then bad = 'to is not above from'
 elseif not int(ARGV[6]) or tonumber(ARGV[6]) < 0 then bad = 'audit max length'
 else
   local i = 7
@@ -88,9 +111,9 @@ end
 local result = 'bad-argument'
 if bad == nil then
 result = 'ok'
-if tonumber(ARGV[3]) < tonumber(stored) then
+if cmpint(ARGV[3], stored) < 0 then
   result = 'stale-token'
-elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
+elseif cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end
 end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -65,11 +66,18 @@ func TestCommitScriptRejectsMalformedNumbers(t *testing.T) {
 	positions := map[int]string{2: "token", 3: "from", 4: "to", 5: "audit max length", 7: "key index",
 		8: "argument count", 10: "increment"}
 	bad := []string{"nan", "NaN", "inf", "-inf", "2.0e0", "0x10", "", " 1", "1 ", "+1", "01", "-0",
-		"1e3", "1.5", "6\n", "9007199254740992", "-9007199254740992", "99999999999999999999",
-		"18446744073709551616"}
+		"1e3", "1.5", "6\n", "99999999999999999999", "18446744073709551616",
+		"9223372036854775808", "-9223372036854775808"}
+	// Tokens and cursors may be any int64; counts, indexes and increments stay within
+	// ±(2^53-1).
+	small := []string{"9007199254740992", "-9007199254740992"}
 	n := 0
 	for pos, what := range positions {
-		for _, v := range bad {
+		vs := bad
+		if pos >= 5 {
+			vs = append(slices.Clone(bad), small...)
+		}
+		for _, v := range vs {
 			args := append([]string(nil), valid...)
 			args[pos] = v
 			args[0] = fmt.Sprintf("op-%d", n)
@@ -145,6 +153,36 @@ func TestCommitScriptExactLimits(t *testing.T) {
 	bal, _ := c.HGet(context.Background(), KeysFor(name).Key("balances"), "a").Result()
 	if bal != maxs {
 		t.Errorf("balance %q, want %s", bal, maxs)
+	}
+}
+
+// TestCommitScriptBeyondDoubles: tokens and cursors above 2^53, where neighbouring
+// integers are one double, and up to 2^63-1 are compared exactly.
+func TestCommitScriptBeyondDoubles(t *testing.T) {
+	_, c := newRedis(t)
+	const name = "int64"
+	// A store that has lived: the record is seeded as a run's boundary start would.
+	c.HSet(context.Background(), KeysFor(name).Cursor, "cursor", "9007199254740990", "token", "9007199254740991")
+	for _, step := range []struct {
+		token, from, to, want string
+	}{
+		{"9007199254740993", "9007199254740990", "9007199254740993", "ok"},
+		{"9007199254740992", "9007199254740993", "9007199254740994", history.ErrStaleToken},
+		{"9007199254740993", "9007199254740992", "9007199254740994", history.ErrCursorConflict},
+		{"9007199254740994", "9007199254740993", "9007199254740995", "ok"},
+		{"9007199254740995", "9007199254740995", "9007199254740994", ResultBadArgument}, // to not above from
+		{"9223372036854775807", "9007199254740995", "9223372036854775807", "ok"},
+		{"9223372036854775806", "9223372036854775807", "9223372036854775807", ResultBadArgument},
+		{"9223372036854775806", "9223372036854775806", "9223372036854775807", history.ErrStaleToken},
+	} {
+		reply := runCommitScript(t, c, name, "op-"+step.token+"-"+step.from, "n1", step.token, step.from, step.to, "0")
+		if reply[0] != step.want {
+			t.Errorf("token %s from %s to %s: %v, want %s", step.token, step.from, step.to, reply, step.want)
+		}
+	}
+	st := readState(t, c, name)
+	if st.Cursor != 1<<63-1 || st.MaxToken != 1<<63-1 {
+		t.Errorf("record %d, %d; want 2^63-1 twice", st.Cursor, st.MaxToken)
 	}
 }
 

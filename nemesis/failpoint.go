@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/internal/failpoint"
 )
 
@@ -39,6 +40,13 @@ type Failpoints interface {
 //   - fp-stall-new-leader: every other node is armed to stall 1.5 leases just after it
 //     wins, then the leader is killed: its successor starts its term after the lease it
 //     took has run out (the reference steps down at once; no-step-down leads on).
+//   - fp-load-race: every other node is armed to stall 1.25 leases just after its next
+//     cursor load, then the leader's link to Redis gets 1.25 leases of latency: the
+//     commit it sends next lands after its lease ran out and a successor loaded the
+//     cursor (within one lease), and before that successor's first commit (2.25 leases
+//     at the latest, 1.9 at the earliest). The old commit carries the highest token the store has accepted, so
+//     the store takes it; the successor's commit then expects a cursor that has moved,
+//     which only the cursor check refuses (no-cursor-check applies those events twice).
 type failpointFault struct{ kind string }
 
 func (f failpointFault) Kind() string    { return f.kind }
@@ -88,6 +96,25 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 			return strings.Join(append(did, what), ", "), err
 		}
 		return strings.Join(append(did, what), ", ") + ", then SIGTERM", c.StopNode(ctx, target)
+	case FPLoadRace:
+		var did []string
+		for _, id := range c.Nodes() {
+			if id == target || !c.Running(id) {
+				continue
+			}
+			what, err := arm(id, failpoint.ListenerAfterLoad, stall(1.25))
+			if err != nil {
+				return strings.Join(did, ", "), err
+			}
+			did = append(did, what)
+		}
+		lat := p.LeaseTTL * 5 / 4
+		t := cluster.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
+			Attributes: map[string]any{"latency": lat.Milliseconds(), "jitter": 0}}
+		if err := c.AddRedisToxic(ctx, target, t); err != nil {
+			return strings.Join(did, ", "), fmt.Errorf("nemesis: %w", err)
+		}
+		return strings.Join(append(did, fmt.Sprintf("latency %v upstream on %s", lat, target)), ", "), nil
 	case FPStallNewLeader:
 		var did []string
 		for _, id := range c.Nodes() {
@@ -117,6 +144,12 @@ func (f failpointFault) Heal(ctx context.Context, c Cluster, target string) (str
 		}
 	}
 	what := "disarmed"
+	if f.kind == FPLoadRace {
+		if err := removeToxics(ctx, c, target, toxicDelay); err != nil {
+			errs = append(errs, err)
+		}
+		what += ", toxic removed"
+	}
 	if !c.Running(target) {
 		what += ", restarted " + target
 		if err := c.StartNode(ctx, target); err != nil {

@@ -13,9 +13,10 @@ import (
 // what they say: a held-back renewal costs the leader its lease although its process
 // runs on; a stall just after winning makes the successor's term end at once, so the
 // token moves on twice; a stopped leader's held-back release still lets a standby take
-// over. Healing disarms and restarts.
+// over; a leader whose link is slowed past its lease (fp-load-race) loses it to a
+// standby. Healing disarms, removes the latency and restarts.
 func TestFailpointFaults(t *testing.T) {
-	for _, kind := range []string{nemesis.FPLateRenew, nemesis.FPStallNewLeader, nemesis.FPLateRelease} {
+	for _, kind := range []string{nemesis.FPLateRenew, nemesis.FPStallNewLeader, nemesis.FPLateRelease, nemesis.FPLoadRace} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			c := startCluster(t, 3, false)
@@ -32,6 +33,11 @@ func TestFailpointFaults(t *testing.T) {
 			case nemesis.FPLateRelease:
 				if c.Running(old) {
 					t.Fatalf("%s still running after the stop", old)
+				}
+				leader(t, c, tok, old)
+			case nemesis.FPLoadRace:
+				if !c.Running(old) {
+					t.Fatalf("%s stopped running", old)
 				}
 				leader(t, c, tok, old)
 			}

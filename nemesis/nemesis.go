@@ -27,6 +27,7 @@ const (
 	FPLateRelease        = faults.FPLateRelease
 	FPReleaseRace        = faults.FPReleaseRace
 	FPStallNewLeader     = faults.FPStallNewLeader
+	FPLoadRace           = faults.FPLoadRace
 )
 
 // TargetRedis is the target of the Redis faults.
@@ -129,7 +130,7 @@ func ByKind(kind string) (Fault, error) {
 		return postgresRestartFault{}, nil
 	case faults.PartitionPostgres:
 		return postgresPartitionFault{}, nil
-	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
+	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace:
 		return failpointFault{kind: kind}, nil
 	case RedisFailover, RedisSwitchover, ReplicationDelay:
 		return &promotedFault{kind: kind}, nil

@@ -33,6 +33,9 @@ type Step struct {
 	Kind   string        `json:"kind"`
 	Target Target        `json:"target"`
 	Params Params        `json:"params"`
+	// Moment, if set, is the moment of the leader's life at which the fault lands (see
+	// Moments): the runner waits for it, a bounded time, from At on.
+	Moment string `json:"moment,omitempty"`
 }
 
 // ScheduleOptions determine a schedule; equal options give an equal schedule.
@@ -45,6 +48,9 @@ type ScheduleOptions struct {
 	// LeaderBias is the probability that a node fault targets the current leader rather
 	// than a random node. Default 0.75.
 	LeaderBias float64
+	// Kind is ScheduleRandom (the default, ""), ScheduleTargeted or ScheduleMixed: how
+	// many of the node faults are aimed at a moment of the leader's life (see aim).
+	Kind string
 }
 
 // NewSchedule generates the fault schedule. Faults never overlap: each is healed, and
@@ -55,6 +61,10 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 	}
 	if o.LeaderBias == 0 {
 		o.LeaderBias = 0.75
+	}
+	aimed, err := aimProbability(o.Kind)
+	if err != nil {
+		return nil, err
 	}
 	faults := make([]Fault, 0, len(o.Kinds))
 	for _, k := range o.Kinds {
@@ -100,7 +110,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			s.Params.Hold = between(2, 3)
 		case RedisRestart, RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
-		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader:
+		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
 		case RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay:
@@ -112,5 +122,6 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		steps = append(steps, s)
 		at += s.Params.Hold + between(1.25, 1.75)
 	}
+	aim(steps, o.Seed, aimed)
 	return steps, nil
 }

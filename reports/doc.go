@@ -70,7 +70,8 @@
 //	    "start": "2025-01-02T03:04:05.6Z", "end": "…",   // RFC 3339, UTC
 //	    "start_unix_ns": …, "end_unix_ns": …, "elapsed_ns": …,
 //	    "heal_at_ns": … | null,                       // the final heal of every fault
-//	    "interrupted": "…"                            // only when the run stopped early
+//	    "interrupted": "…",                           // only when the run stopped early
+//	    "start_token": …, "start_cursor": …           // where the run began; omitted when 0
 //	  },
 //	  "checks": [{                                    // in the checker's order
 //	    "name": "linearizability", "verdict": "invalid", "message": "…",
@@ -88,6 +89,8 @@
 //	               "new_node", "new_token", "last_old_at_ns", "first_new_at_ns",
 //	               "to_new_token_ns", "gap_ns"}],
 //	  "leader_changes": 7, "fencing_rejections": 2, "cursor_conflicts": 0,
+//	  "throughput": {"warmup_ns", "warmup_events", "outside_ns", "outside_events",
+//	                 "outside_terms", "source_rate"?},  // omitted when not measured
 //	  "changes": [{"at_ns", "old_node", "old_token", "new_node", "new_token",
 //	               "last_old_at_ns", "gap_ns", "fault"?, "fault_node"?}],
 //	  "rejections": [{"at_ns", "node", "op", "token", "from", "to",

@@ -85,7 +85,18 @@ func (v *view) oneLine() string {
 	}
 	s := fmt.Sprintf("Seed %d, %s workload, %s, %d nodes on %s, lease TTL %s, %s of chaos",
 		in.Seed, orDash(in.Workload), design, len(v.nodes), orDash(in.Backend), dur(in.LeaseTTL), dur(in.Duration))
+	if in.Schedule != "" && in.Schedule != "random" {
+		s += ", " + in.Schedule + " schedule"
+	}
+	if in.StartToken != 0 || in.StartCursor != 0 {
+		s += fmt.Sprintf(", token counter from %d and cursor from %d", in.StartToken, in.StartCursor)
+	}
 	s += fmt.Sprintf("; %d faults, %d leader changes, %d fencing rejections.", len(v.faults), v.res.LeaderChanges, v.res.FencingRejections)
+	if tp := v.res.Throughput; tp != nil {
+		if why, slow := tp.Slow(); slow {
+			s += " Flagged (not judged): " + why + "."
+		}
+	}
 	return s
 }
 

@@ -101,3 +101,47 @@ func headings(md string) []string {
 	}
 	return out
 }
+
+// A run that `fenceline shrink` found says so in the headline of the summary, report.md
+// and the HTML report.
+func TestShrunkRunSaysSo(t *testing.T) {
+	t.Parallel()
+	run, err := history.LoadRun(filepath.Join("..", "checker", "testdata", "real", "no-fence-delay-invalid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Info.ShrunkFrom, run.Info.ShrunkTo, run.Info.ShrunkFromRun = 12, 1, "reports/runs/orig"
+	run.Info.Schedule = "replayed"
+	res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Shrunk from 12 faults to 1 (fenceline shrink of reports/runs/orig)."
+	if !strings.Contains(sumOneLine(t, run, res), "of chaos, replayed schedule;") {
+		t.Error("the summary does not say the schedule was replayed")
+	}
+	var sum, md, html bytes.Buffer
+	if err := reports.Summary(&sum, run, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.Markdown(&md, run, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.HTML(&html, run, res); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*bytes.Buffer{"summary": &sum, "report.md": &md, "HTML": &html} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s does not say %q", name, want)
+		}
+	}
+}
+
+func sumOneLine(t *testing.T, run *history.Run, res *checker.Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := reports.Summary(&b, run, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

@@ -66,14 +66,16 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 		}
 	}
 	if st := run.Store; st != nil {
-		audited := make(map[string]bool, len(st.Audit))
-		for _, a := range st.Audit {
+		audited := make(map[string]bool, st.AuditLen())
+		for ai := range st.AuditLen() {
+			a := st.AuditAt(ai)
 			audited[a.Op] = true
 		}
 		// The cursor record holds the cursor and the token of the commit that wrote it.
 		type write struct{ cursor, token int64 }
 		written := map[write]bool{}
-		for _, a := range st.Audit {
+		for ai := range st.AuditLen() {
+			a := st.AuditAt(ai)
 			if a.Result == "ok" {
 				written[write{a.To, a.Token}] = true
 			}

@@ -1,12 +1,16 @@
 package reports
 
 import (
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
@@ -62,12 +66,15 @@ type Results struct {
 	// LeaderChanges, FencingRejections and CursorConflicts are the checker's counts;
 	// Changes and Rejections list the leader changes and stale-token rejections. Every
 	// list of Results keeps its first and last ListLimit items (see Totals, Omitted).
-	LeaderChanges     int            `json:"leader_changes"`
-	FencingRejections int            `json:"fencing_rejections"`
-	CursorConflicts   int            `json:"cursor_conflicts"`
-	Changes           []LeaderChange `json:"changes"`
-	Rejections        []Rejection    `json:"rejections"`
-	Terms             []Term         `json:"terms"`
+	LeaderChanges     int `json:"leader_changes"`
+	FencingRejections int `json:"fencing_rejections"`
+	CursorConflicts   int `json:"cursor_conflicts"`
+	// Throughput is the checker's measurement of commit throughput (omitted when it
+	// could not be measured).
+	Throughput *checker.Throughput `json:"throughput,omitempty"`
+	Changes    []LeaderChange      `json:"changes"`
+	Rejections []Rejection         `json:"rejections"`
+	Terms      []Term              `json:"terms"`
 	// Overlaps lists the leadership overlaps, in time order.
 	Overlaps []Overlap        `json:"overlaps"`
 	Faults   []Fault          `json:"faults"`
@@ -128,6 +135,10 @@ type RunSummary struct {
 	HealAtNS *time.Duration `json:"heal_at_ns"`
 	// Interrupted says why the run stopped early; "" for a complete run.
 	Interrupted string `json:"interrupted,omitempty"`
+	// StartToken and StartCursor are where the run's token counter and cursor began
+	// (run.json); omitted for a fresh store.
+	StartToken  int64 `json:"start_token,omitempty"`
+	StartCursor int64 `json:"start_cursor,omitempty"`
 }
 
 // Check is one check's result.
@@ -318,10 +329,89 @@ func writeFullJSON(w io.Writer, r *Results) error {
 	if err != nil {
 		return err
 	}
-	if err := json.NewEncoder(zw).Encode(r); err != nil {
+	bw := bufio.NewWriterSize(zw, 64<<10)
+	if err := streamJSON(bw, reflect.ValueOf(r).Elem()); err != nil {
+		return err
+	}
+	if err := bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		return err
 	}
 	return zw.Close()
+}
+
+// streamJSON writes the struct v as json.Marshal does, each list an item at a time:
+// encoding/json builds a whole document in memory before it writes a byte, and the
+// complete lists of a long register run are 50 MB of JSON (150 MB of allocations as
+// its buffer doubled). TestStreamJSON holds it to json.Marshal's bytes.
+func streamJSON(w *bufio.Writer, v reflect.Value) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // escapes HTML, as json.Marshal does
+	put := func(x any) error {
+		buf.Reset()
+		if err := enc.Encode(x); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
+		return err
+	}
+	t := v.Type()
+	w.WriteByte('{')
+	first := true
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || f.Anonymous || name == "-" {
+			continue // Results has no such field; json.Marshal's rules for them are not copied
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fv := v.Field(i)
+		if slices.Contains(strings.Split(opts, ","), "omitempty") && emptyJSON(fv) {
+			continue
+		}
+		if !first {
+			w.WriteByte(',')
+		}
+		first = false
+		if err := put(name); err != nil {
+			return err
+		}
+		w.WriteByte(':')
+		if fv.Kind() != reflect.Slice || fv.IsNil() || fv.Type().Elem().Kind() == reflect.Uint8 {
+			if err := put(fv.Interface()); err != nil {
+				return err
+			}
+			continue
+		}
+		w.WriteByte('[')
+		for j := range fv.Len() {
+			if j > 0 {
+				w.WriteByte(',')
+			}
+			if err := put(fv.Index(j).Interface()); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(']')
+	}
+	return w.WriteByte('}')
+}
+
+// emptyJSON is encoding/json's test for omitempty.
+func emptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
 }
 
 // maxOffendingShown caps the offending operations report.md, index.html, junit.xml
@@ -372,9 +462,11 @@ func (v *view) results(n int) *Results {
 			LeaseTTLNS: in.LeaseTTL, DurationNS: in.Duration, Persistence: in.Persistence,
 			Versions: in.Versions, StartUnixNS: v.start, EndUnixNS: v.end, ElapsedNS: time.Duration(v.end - v.start),
 			Start: rfc3339(v.start), End: rfc3339(v.end), Interrupted: in.Interrupted,
+			StartToken: in.StartToken, StartCursor: in.StartCursor,
 		},
 		LeaderChanges: v.res.LeaderChanges, FencingRejections: v.res.FencingRejections, CursorConflicts: v.res.CursorConflicts,
-		Ops: v.res.Ops, CheckDurationNS: v.res.Duration,
+		Throughput: v.res.Throughput,
+		Ops:        v.res.Ops, CheckDurationNS: v.res.Duration,
 		Checks: []Check{}, Failover: []Failover{}, Windows: []Window{}, Changes: []LeaderChange{},
 		Rejections: []Rejection{}, Terms: []Term{}, Overlaps: []Overlap{}, Faults: []Fault{},
 	}
@@ -397,6 +489,10 @@ func (v *view) results(n int) *Results {
 	terms, r.Omitted.Terms = headTail(terms, n)
 	overlaps, r.Omitted.Overlaps = headTail(overlaps, n)
 	faults, r.Omitted.Faults = headTail(faults, n)
+	// Every list is made at its size: those of a long register run are tens of
+	// megabytes, and growing them by doubling allocated three times that.
+	r.Windows, r.Changes, r.Rejections = make([]Window, 0, len(windows)), make([]LeaderChange, 0, len(changes)), make([]Rejection, 0, len(rejections))
+	r.Terms, r.Overlaps, r.Faults = make([]Term, 0, len(terms)), make([]Overlap, 0, len(overlaps)), make([]Fault, 0, len(faults))
 	for _, c := range v.res.Checks {
 		off, omitted := headTail(c.Offending, n)
 		r.Totals.Offending += len(c.Offending)
@@ -448,7 +544,7 @@ func (v *view) results(n int) *Results {
 	}
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
-			SinkEvents: len(st.Sink), AuditEntries: len(st.Audit)}
+			SinkEvents: len(st.Sink), AuditEntries: st.AuditLen()}
 		r.Store.SinkLost, r.Store.SinkDuplicated = v.sinkLost, v.sinkDup
 	}
 	r.Files = v.allFiles()

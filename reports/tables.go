@@ -84,7 +84,7 @@ func (v *view) restIn(total int) string {
 // tables returns the report's tables in the order every renderer shows them.
 func (v *view) tables() []table {
 	return []table{
-		v.runTable(), v.checksTable(), v.failoverTable(), v.gapTable(), v.changesTable(),
+		v.runTable(), v.checksTable(), v.failoverTable(), v.gapTable(), v.throughputTable(), v.changesTable(),
 		v.rejectionsTable(), v.faultsTable(), v.overlapsTable(), v.opsTable(),
 	}
 }
@@ -135,7 +135,7 @@ func (v *view) runTable() table {
 	}
 	if st := v.run.Store; st != nil {
 		add("final store", fmt.Sprintf("cursor %d, highest token %d, token counter %d, %d events in the sink, %d audit entries",
-			st.Cursor, st.MaxToken, st.TokenCounter, len(st.Sink), len(st.Audit)))
+			st.Cursor, st.MaxToken, st.TokenCounter, len(st.Sink), st.AuditLen()))
 	} else {
 		add("final store", "not read")
 	}
@@ -180,6 +180,42 @@ func (v *view) gapTable() table {
 		t.Rows = append(t.Rows, append([]string{faultLabel(f.Fault), strconv.Itoa(f.Windows)}, distCells(f.Gap)...))
 	}
 	return t
+}
+
+func (v *view) throughputTable() table {
+	t := table{ID: "throughput", Title: "Commit throughput",
+		Intro: fmt.Sprintf("Events the store accepted per second: in the fault-free warm-up (after the first catch-up, until the first fault) and in the chaos phase outside every fault window (a fault's injection to one lease TTL after its heal). Flagged, not judged, below half the warm-up's or half the source's rate (%s).",
+			rateText(v.sourceRate())),
+		Header: []string{"span", "time", "events", "events/s", "terms started", "of the warm-up"},
+		Right:  []bool{false, true, true, true, true, true},
+		Empty:  "Not measured: no fault-free warm-up with commits, or no final heal."}
+	tp := v.res.Throughput
+	if tp == nil {
+		return t
+	}
+	ratio := "—"
+	if r, ok := tp.Ratio(); ok {
+		ratio = fmt.Sprintf("%.0f%%", 100*r)
+	}
+	t.Rows = [][]string{
+		{"warm-up", dur(tp.Warmup), strconv.FormatInt(tp.WarmupEvents, 10), fmt.Sprintf("%.0f", tp.WarmupRate()), "—", "100%"},
+		{"outside fault windows", dur(tp.Outside), strconv.FormatInt(tp.OutsideEvents, 10), fmt.Sprintf("%.0f", tp.OutsideRate()), strconv.Itoa(tp.OutsideTerms), ratio},
+	}
+	return t
+}
+
+func (v *view) sourceRate() float64 {
+	if tp := v.res.Throughput; tp != nil {
+		return tp.SourceRate
+	}
+	return v.run.Info.SourceRate
+}
+
+func rateText(r float64) string {
+	if r <= 0 {
+		return "the source's rate is not recorded"
+	}
+	return fmt.Sprintf("the source produces %.0f events/s", r)
 }
 
 func (v *view) changesTable() table {
@@ -253,13 +289,30 @@ func (v *view) faultsTable() table {
 	return t
 }
 
-// topOverlaps returns the longest overlaps, longest first.
+// topOverlaps returns the longest overlaps, longest first (earliest first among equal
+// ones, then in the result's order). It keeps only the n it returns: a long register
+// run has hundreds of thousands of overlaps, and sorting a copy of them all cost more
+// than the rest of the table.
 func (v *view) topOverlaps(n int) []checker.Overlap {
-	ov := slices.Clone(v.res.Overlaps)
-	slices.SortStableFunc(ov, func(a, b checker.Overlap) int {
-		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(a.Start, b.Start))
-	})
-	return ov[:min(n, len(ov))]
+	before := func(a, b *checker.Overlap) bool { // strictly: equal ones keep their order
+		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(a.Start, b.Start)) < 0
+	}
+	top := make([]checker.Overlap, 0, n+1)
+	for i := range v.res.Overlaps {
+		o := &v.res.Overlaps[i]
+		if len(top) == n && (n == 0 || !before(o, &top[n-1])) {
+			continue
+		}
+		k := len(top)
+		for k > 0 && before(o, &top[k-1]) {
+			k--
+		}
+		top = slices.Insert(top, k, *o)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }
 
 func (v *view) overlapsTable() table {

@@ -186,9 +186,10 @@ func (v *view) timeline() *timeline {
 	}
 	y += 16 + 10
 	tl.LanesTop = y
+	var items []item // one slice for every lane: a long register run's lanes have 80,000 items each
 	for _, n := range v.nodes {
 		ln := lane{Node: n, Y: y, H: laneH, Title: n + ": follower unless marked"}
-		var items []item
+		items = items[:0]
 		for i, t := range v.res.Terms {
 			if t.Node == n {
 				bx, bw := span(t.Start, t.End)

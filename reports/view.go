@@ -156,8 +156,8 @@ func (v *view) timeBounds() {
 func pairFaults(run *history.Run) []faultSpan {
 	evs := slices.Clone(run.Faults)
 	for i := range run.Events.Len() {
-		if e := run.Events.At(i); e.Kind == history.KindFault {
-			evs = append(evs, e)
+		if run.Events.Kind(i) == history.KindFault {
+			evs = append(evs, run.Events.At(i))
 		}
 	}
 	history.SortByTime(evs)
@@ -211,6 +211,7 @@ func (v *view) storeHistory() {
 	unanswered := map[string]history.Event{}
 	cur, curNode, lastOld := int64(math.MinInt64), "", int64(0)
 	evs := v.run.Events
+	v.commits = make([]int64, 0, min(max(v.res.Ops.Commits, 0), evs.Len())) // at most: a long run has a million
 	for i := range evs.Len() {
 		e := evs.At(i)
 		switch {
@@ -291,7 +292,8 @@ func (v *view) storeHistory() {
 	// rejected attempt is exact there. It also shows rejections the node never heard of.
 	storeTok := map[string]int64{}
 	maxTok := int64(0)
-	for _, a := range st.Audit {
+	for ai := range st.AuditLen() {
+		a := st.AuditAt(ai)
 		switch a.Result {
 		case "ok":
 			maxTok = max(maxTok, a.Token)
@@ -421,6 +423,9 @@ func (v *view) headline() string {
 	}
 	if v.run.Info.Interrupted != "" {
 		parts = append(parts, "The run was not completed: "+v.run.Info.Interrupted+".")
+	}
+	if i := v.run.Info; i.ShrunkFrom > 0 {
+		parts = append(parts, fmt.Sprintf("Shrunk from %d faults to %d (fenceline shrink of %s).", i.ShrunkFrom, i.ShrunkTo, i.ShrunkFromRun))
 	}
 	return strings.Join(parts, " ")
 }

@@ -96,10 +96,15 @@ func Range(from, to int64) []Event {
 //
 // It is the checker's oracle: a store that applied exactly events 1..upTo, each once,
 // holds these balances.
-func Balances(upTo int64) map[string]int64 {
+func Balances(upTo int64) map[string]int64 { return BalancesBetween(0, upTo) }
+
+// BalancesBetween is Balances of a store that started at cursor from: the balances after
+// applying events from+1..upTo in order, every account starting at 0. Its cost is
+// O(upTo-from), whatever from is.
+func BalancesBetween(from, upTo int64) map[string]int64 {
 	var bal [NumAccounts]int64
 	var seen [NumAccounts]bool
-	for i := int64(1); i <= upTo; i++ {
+	for i := max(from, 0) + 1; i <= upTo && i > 0; i++ {
 		from, to, amount := payment(i)
 		bal[from] -= amount
 		bal[to] += amount

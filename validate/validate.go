@@ -25,6 +25,7 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/chaosrun"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/namelist"
 	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
@@ -146,30 +147,12 @@ func BrokenNames() []string {
 
 // PickVariants parses --variants: "all" or a comma-separated list of broken variants.
 func PickVariants(list string) ([]variants.Variant, error) {
-	if strings.TrimSpace(list) == "all" {
-		list = strings.Join(BrokenNames(), ",")
-	}
-	var out []variants.Variant
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
+	return namelist.Pick("variants", list, BrokenNames(), func(n string) (variants.Variant, error) {
 		if n == variants.Reference {
-			return nil, fmt.Errorf("--variants: the reference runs under every variant's faults anyway; list broken variants only")
+			return variants.Variant{}, fmt.Errorf("--variants: the reference runs under every variant's faults anyway; list broken variants only")
 		}
-		v, err := variants.ByName(n)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.ContainsFunc(out, func(w variants.Variant) bool { return w.Name == n }) {
-			out = append(out, v)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--variants: no variant given")
-	}
-	return out, nil
+		return variants.ByName(n)
+	})
 }
 
 // plannedRun is one run of the matrix before it runs.

@@ -11,7 +11,6 @@
 package variants
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
@@ -38,6 +36,7 @@ const (
 	UncheckedRelease = "unchecked-release"
 	NoStepDown       = "no-step-down"
 	NoTokenCheck     = "no-token-check"
+	NoCursorCheck    = "no-cursor-check"
 )
 
 // Variant describes one design.
@@ -64,7 +63,7 @@ var all = []Variant{
 		[]string{faults.Delay, faults.FPLateCommit}, true, "", ""},
 	{ClientCheck, "the writer checks the fence itself: it reads the stored token and cursor in a round trip of its own, ahead of the write (right after its previous commit, while the next batch is fetched), compares, then writes unfenced",
 		[]string{faults.Delay}, true, "", ""},
-	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (its nodes start the token counter at 8, so that tokens reach two digits at the first failover)",
+	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (shown by any run: its token counter starts a few below a power of ten, harness.BoundaryStart)",
 		[]string{faults.Kill, faults.Stop}, true, "", ""},
 	{LeaseOnly, "no fence: the store accepts any write; the leader writes only while its local lease deadline holds",
 		[]string{faults.Delay}, true, "", ""},
@@ -81,6 +80,10 @@ var all = []Variant{
 	// superseded for the listener workload to show it reliably.
 	{NoTokenCheck, "the fence checks the cursor but not the token (PostgreSQL: the conditional UPDATE without `token <= $token`): a writer whose token was superseded passes once it has reloaded the cursor",
 		[]string{faults.Pause}, true, "postgres", "register"},
+	// The listener's own run: the race needs the old leader to commit between the new
+	// leader's load and its first commit, which fp-load-race arranges.
+	{NoCursorCheck, "the commit script checks the token but not the cursor: a commit that lands between a new leader's load and its first commit (carrying the old leader's token, still the highest accepted) makes the new leader's commit apply the same events again",
+		[]string{faults.FPLoadRace}, true, "", ""},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v
@@ -140,12 +143,13 @@ func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[s
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 	case StringCompare:
 		listener.SetCommitScriptForChaos(s, stringCompareScript)
-		return s, startCounter(client, cmp.Or(cfg.Name, election.DefaultName))
 	case ClientCheck:
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 		return &clientCheck{redisStore: s}, nil
 	case NoTokenCheck:
 		listener.SetCommitScriptForChaos(s, noTokenCheckScript)
+	case NoCursorCheck:
+		listener.SetCommitScriptForChaos(s, noCursorCheckScript)
 	}
 	return s, nil
 }
@@ -163,42 +167,25 @@ func Plain(client redis.UniversalClient, cfg listener.RedisConfig[source.Event])
 	return s, nil
 }
 
-// StringCompareCounterStart is where StringCompare's nodes start the token counter.
-//
-// Tokens compared as strings go wrong when they reach two digits: "10" < "9". From a
-// fresh counter that takes nine leader changes, more than a minute of faults; a
-// deployment that has lived a little has long passed it. Starting at 8 puts the first
-// token at 9 and the second at 10, so the first failover shows the bug. Any starting
-// value is as good for a fence that compares numbers: the reference is unaffected.
-const StringCompareCounterStart = 8
-
-// startCounter sets the election's token counter to StringCompareCounterStart unless
-// it exists (SET NX): the first node to start sets it, before any token is issued.
-func startCounter(client redis.UniversalClient, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), listener.DefaultStoreTimeout)
-	defer cancel()
-	if err := client.SetNX(ctx, election.TokenKey(name), StringCompareCounterStart, 0).Err(); err != nil {
-		return fmt.Errorf("variants: %s: start the token counter: %w", StringCompare, err)
-	}
-	return nil
-}
-
 // The broken scripts are the reference script with its check replaced, so that they
 // differ from it in exactly one place (a test makes sure the replacement happened).
-const referenceCheck = `if tonumber(ARGV[3]) < tonumber(stored) then
+const referenceCheck = `if cmpint(ARGV[3], stored) < 0 then
   result = 'stale-token'
-elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
+elseif cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`
 
 var (
 	unfencedScript     = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
-	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if tonumber(ARGV[4]) ~= tonumber(cursor) then
+	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
+end`, 1)
+	noCursorCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[3], stored) < 0 then
+  result = 'stale-token'
 end`, 1)
 	stringCompareScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if ARGV[3] < stored then
   result = 'stale-token'
-elseif tonumber(ARGV[4]) ~= tonumber(cursor) then
+elseif cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`, 1)
 )

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/source"
 )
 
@@ -61,13 +62,16 @@ func Names() []string {
 	return n
 }
 
-// CheckerOptions are the checker's options for a stored run of the named workload, whose
-// directory is dir: the checks that apply to it (all of them for a workload this build
-// does not know, so that nothing is skipped silently) and the balances the event source
-// implies.
-func CheckerOptions(workload, dir string) checker.Options {
-	opts := checker.Options{ExpectedBalances: source.Balances, OutDir: dir}
-	if wl, err := ByName(workload); err == nil {
+// CheckerOptions are the checker's options for a stored run described by info, whose
+// directory is dir: the checks that apply to its workload (all of them for a workload
+// this build does not know, so that nothing is skipped silently), the cursor it started
+// from and the balances the event source implies from there.
+func CheckerOptions(info history.RunInfo, dir string) checker.Options {
+	opts := checker.Options{ExpectedBalances: source.Balances, OutDir: dir, InitialCursor: info.StartCursor}
+	if from := info.StartCursor; from != 0 {
+		opts.ExpectedBalances = func(upTo int64) map[string]int64 { return source.BalancesBetween(from, upTo) }
+	}
+	if wl, err := ByName(info.Workload); err == nil {
 		opts.Checks = wl.Checks
 	}
 	return opts

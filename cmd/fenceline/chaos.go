@@ -36,7 +36,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
 	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
-	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own, local backend; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
+	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own: a process on the local backend, a container of fenceline-postgres:dev on docker; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	target := fs.String("target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
 	nodeCmd := fs.String("node-cmd", "", "run this command as each node instead of fenceline (any language; docs/node-protocol.md), e.g. 'python3 examples/python-node/node.py'")
@@ -44,7 +44,10 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
+	schedule := fs.String("schedule", scheduleAuto, "how the faults are timed: random (at random times), targeted (each node fault held for the moment of the leader's life it is aimed at: just after an acquire, before a commit, after a new leader's load, at a renewal, during a release; through the failpoints), mixed (half of them aimed), or auto: targeted for fenceline's own nodes under the listener workload, random for --target, --node-cmd and the register workload, whose code has no failpoints at those moments")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
+	startToken := fs.Int64("start-token", -1, "start the token counter here (the first token is one more); -1: near a boundary chosen by the seed (2 to 4 below 10, 100, 10^9, 10^10 or 10^16)")
+	startCursor := fs.Int64("start-cursor", -1, "start the cursor here (the first event ingested is one more); -1: near a boundary chosen by the seed (0, 9, 99, 2^31, 2^32, 2^53, up to 1000 below)")
 	var redis cluster.RedisSpec
 	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each); local backend")
 	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel, cluster: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
@@ -83,11 +86,17 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
 		return exitUsage
 	}
+	if *schedule == scheduleAuto {
+		*schedule = autoSchedule(*target, *nodeCmd, wl.Name, *budget)
+	}
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
 		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Store: *store, NodeCmd: *nodeCmd, Out: *out,
-		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps,
+		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps, Schedule: *schedule,
 		Redis: redis, RedisWait: *redisWait,
+	}
+	if *startToken >= 0 || *startCursor >= 0 {
+		spec.StartPinned, spec.StartToken, spec.StartCursor = true, max(*startToken, 0), max(*startCursor, 0)
 	}
 	if err := spec.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline chaos: %v\n", err)
@@ -100,9 +109,25 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	return spec.Run(ctx, stdout, stderr).Code
 }
 
+// scheduleAuto is --schedule's default: see autoSchedule.
+const scheduleAuto = "auto"
+
+// autoSchedule is the schedule of `--schedule auto`: targeted where the nodes have the
+// failpoints that hold them at their moments (fenceline's own election and listener:
+// the reference and the variants, listener workload), random elsewhere (README,
+// "Targeted schedules, measured"). Random also when a failover budget is given: an
+// aimed fault holds nodes at failpoints (a new leader one lease after its load, at the
+// after-load moment), which lengthens the failover windows a budget judges.
+func autoSchedule(target, nodeCmd, workload, budget string) string {
+	if nodeCmd == "" && (target == "" || target == targets.Reference) && workload == "listener" && budget == "" {
+		return nemesis.ScheduleTargeted
+	}
+	return nemesis.ScheduleRandom
+}
+
 // replayFlags are the settings a replay takes from the stored run.
 var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
-	"redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait"}
+	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor"}
 
 // replaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -110,7 +135,7 @@ var replayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "
 func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains(replayFlags, f.Name) {
+		if slices.Contains(replayFlags, f.Name) || f.Name == "schedule" {
 			given = append(given, "--"+f.Name)
 		}
 	})
@@ -126,11 +151,20 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		"nemesis": cmp.Or(strings.Join(info.Nemeses, ","), "none"), "seed": strconv.FormatInt(info.Seed, 10),
 		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
 		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
-		"redis-topology":        cmp.Or(info.RedisTopology, cluster.TopologySingle),
-		"min-replicas-to-write": strconv.Itoa(info.MinReplicasToWrite),
-		"min-replicas-max-lag":  strconv.Itoa(cmp.Or(info.MinReplicasMaxLag, 1)),
-		"redis-wait":            strconv.Itoa(info.RedisWait),
+		"store": cmp.Or(info.Store, "redis"),
+		// A run recorded before boundary starts began fresh: 0 and 0.
+		"start-token": strconv.FormatInt(info.StartToken, 10), "start-cursor": strconv.FormatInt(info.StartCursor, 10),
 	}
+	// A run recorded before run.json had the store and the Redis setup ran on one
+	// Redis server and kept its cursor there.
+	r := history.RedisSetup{Topology: cluster.TopologySingle, MinReplicasMaxLag: 1}
+	if info.Redis != nil {
+		r = *info.Redis
+	}
+	set["redis-topology"] = cmp.Or(r.Topology, cluster.TopologySingle)
+	set["min-replicas-to-write"] = strconv.Itoa(r.MinReplicasToWrite)
+	set["min-replicas-max-lag"] = strconv.Itoa(cmp.Or(r.MinReplicasMaxLag, 1))
+	set["redis-wait"] = strconv.Itoa(r.Wait)
 	for _, name := range replayFlags {
 		if err := fs.Set(name, set[name]); err != nil {
 			return nil, fmt.Errorf("%s: %s %q: %w", history.RunInfoFile, name, set[name], err)

@@ -52,6 +52,8 @@ func runNodeContext(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&c.Store, "store", node.StoreRedis, "where the cursor and the ledger live: redis (next to the lease) or postgres (--postgres)")
 	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL connection URL, for --store postgres (postgres://user@host:port/db)")
 	fs.Int64Var(&c.AuditMaxLen, "audit-max-len", listener.DefaultAuditMaxLen, "keep about this many entries of the store's audit (0: all); a --chaos node keeps all, for the checker")
+	fs.Int64Var(&c.StartToken, "start-token", 0, "with --chaos: seed an empty store's token counter with this value (the first token is one more)")
+	fs.Int64Var(&c.StartCursor, "start-cursor", 0, "with --chaos: seed an empty store's cursor record with this cursor (and token 0)")
 	fs.IntVar(&c.Clients, "clients", 3, "register workload: concurrent clients")
 	check := fs.Bool("check", false, "check the flags and the configuration (and that --control can be bound and --history written) without connecting to anything; exit 0 or 2")
 	if code, ok := parseFlags(fs, args, stderr); !ok {

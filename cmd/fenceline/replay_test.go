@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"--replay", dir}, "schedule.json"},
 		{[]string{"--replay", t.TempDir()}, "run.json"},
 		{[]string{"--replay", dir, "--seed", "4", "--nodes", "5"}, "--nodes, --seed cannot be given"},
+		{[]string{"--replay", dir, "--start-cursor", "4"}, "--start-cursor cannot be given"},
 	} {
 		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -35,8 +37,50 @@ func TestReplayUsage(t *testing.T) {
 	}
 }
 
+// A replay takes the store and the Redis setup from run.json, and a run recorded before
+// run.json had them replays as it ran: the cursor in Redis, one Redis server.
+func TestReplaySettingsStoreAndTopology(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		info history.RunInfo
+		want map[string]string
+	}{
+		{"postgres-sentinel", history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2"}, Backend: "docker", Store: "postgres",
+			Redis: &history.RedisSetup{Topology: "sentinel", MinReplicasToWrite: 1, MinReplicasMaxLag: 2, Wait: 1}},
+			map[string]string{"store": "postgres", "redis-topology": "sentinel", "min-replicas-to-write": "1",
+				"min-replicas-max-lag": "2", "redis-wait": "1", "backend": "docker", "nodes": "2", "seed": "5"}},
+		{"recorded-before", history.RunInfo{Seed: 6, Nodes: []string{"n1"}, Backend: "local"},
+			map[string]string{"store": "redis", "redis-topology": "single", "min-replicas-to-write": "0",
+				"min-replicas-max-lag": "1", "redis-wait": "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), tc.info); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, history.ScheduleFile), []byte("[]"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+			for _, name := range replayFlags {
+				fs.String(name, "", "")
+			}
+			if _, err := replaySettings(fs, dir); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tc.want {
+				if got := fs.Lookup(name).Value.String(); got != want {
+					t.Errorf("--%s = %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
 // A replay runs the stored schedule with the stored seed and settings: the same
-// schedule.json, and the same faults in the same order on the same kind of target.
+// schedule.json, the same faults in the same order on the same kind of target, and the
+// same store, the same start of the token counter and the cursor (pinned here to values
+// no seed draws).
 func TestReplayReproducesTheSchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two chaos runs")
@@ -58,7 +102,9 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 		}
 		return dir
 	}
-	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "first")
+	// With the cursor in PostgreSQL: the replay must run the store of the stored run.
+	orig := run("--duration", "6s", "--nemesis", "kill,stop", "--seed", "11", "--lease-ttl", "1s", "--store", "postgres",
+		"--start-token", "123456789", "--start-cursor", "2147483000", "first")
 	again := run("--replay", orig, "second")
 	read := func(dir, name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -93,8 +139,12 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") {
+	if ia.Seed != ib.Seed || ia.LeaseTTL != ib.LeaseTTL || ia.Duration != ib.Duration || strings.Join(ia.Nemeses, ",") != strings.Join(ib.Nemeses, ",") ||
+		ia.Store != "postgres" || ib.Store != "postgres" {
 		t.Errorf("settings %+v, replayed %+v", ia, ib)
+	}
+	if ia.StartToken != 123456789 || ia.StartCursor != 2147483000 || ib.StartToken != ia.StartToken || ib.StartCursor != ia.StartCursor {
+		t.Errorf("start %d/%d, replayed from %d/%d; want 123456789/2147483000 both times", ia.StartToken, ia.StartCursor, ib.StartToken, ib.StartCursor)
 	}
 }
 
@@ -110,11 +160,16 @@ func TestShrinkUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	noSchedule := t.TempDir()
+	if err := history.WriteJSON(filepath.Join(noSchedule, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{valid}, "only a failing run can be shrunk"},
+		{[]string{noSchedule}, "schedule.json"},
 		{[]string{t.TempDir()}, "run.json"},
 		{[]string{}, "usage: fenceline shrink"},
 	} {
@@ -131,7 +186,8 @@ func TestShrinkUsage(t *testing.T) {
 func TestReplayKeepsTheTopology(t *testing.T) {
 	dir := t.TempDir()
 	info := history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
-		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9, RedisTopology: "cluster", MinReplicasToWrite: 1, RedisWait: 1}
+		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
+		Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 1, Wait: 1}}
 	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/judge"
 	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/nemesis"
@@ -69,10 +71,19 @@ type Spec struct {
 	Budget string
 	// Steps, if not nil, is the fault schedule to replay instead of generating one.
 	Steps []nemesis.Step
+	// Schedule is the kind of schedule generated from Seed (nemesis.ScheduleKinds;
+	// "" is random).
+	Schedule string
 	// Redis is how Redis runs (topology, min-replicas-to-write). Default: one server.
 	Redis cluster.RedisSpec
 	// RedisWait is the nodes' --redis-wait (0: none).
 	RedisWait int
+	// StartToken and StartCursor are where the run's token counter and cursor begin
+	// when StartPinned; otherwise each run starts where its own seed says
+	// (harness.BoundaryStart; see Start), or at 0 for a --node-cmd node, whose store
+	// the harness cannot seed.
+	StartToken, StartCursor int64
+	StartPinned             bool
 
 	start func(context.Context, cluster.Spec) (cluster.Cluster, error) // set by prepare
 }
@@ -96,6 +107,9 @@ func (s *Spec) Prepare() error {
 	}
 	if _, err := variants.ByName(s.Variant); err != nil {
 		return err
+	}
+	if _, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Kind: s.Schedule, Nodes: 1, LeaseTTL: time.Second}); err != nil {
+		return fmt.Errorf("--schedule: %w", err)
 	}
 	if _, err := checker.ParseBudgets(s.Budget); err != nil {
 		return fmt.Errorf("--budget: %w", err)
@@ -142,13 +156,12 @@ func (s *Spec) Prepare() error {
 	if err != nil {
 		return err
 	}
-	if name != "local" && s.Redis.Replicated() {
+	if s.Redis.Topology == cluster.TopologyCluster && name != "local" {
 		return fmt.Errorf("--redis-topology %s runs on the local backend only (not yet on %s)", s.Redis.Topology, name)
 	}
-	if s.Store == "postgres" && name != "local" {
-		return errors.New("--store postgres runs on the local backend only (the docker backend has no PostgreSQL image yet)")
-	}
-	if s.Store == "postgres" {
+	if s.Store == "postgres" && name == "local" {
+		// The docker backend runs the image fenceline-postgres:dev instead ('make images
+		// STORE=postgres'); a missing image fails its start with that hint.
 		if _, err := pgserver.BinDir(); err != nil {
 			return fmt.Errorf("--store postgres: %w, or run 'make chaos STORE=postgres', which does", err)
 		}
@@ -157,6 +170,12 @@ func (s *Spec) Prepare() error {
 		if _, err := exec.LookPath("redis-server"); err != nil {
 			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
 		}
+	}
+	switch {
+	case s.StartPinned && s.NodeCmd != "" && (s.StartToken != 0 || s.StartCursor != 0):
+		return errors.New("--start-token and --start-cursor seed a fenceline node's store, not --node-cmd's")
+	case s.StartPinned && (s.StartToken < 0 || s.StartCursor < 0):
+		return fmt.Errorf("--start-token %d and --start-cursor %d must be >= 0", s.StartToken, s.StartCursor)
 	}
 	if s.NodeCmd != "" {
 		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
@@ -172,11 +191,58 @@ func (s *Spec) Prepare() error {
 	return nil
 }
 
+// probes reports whether the run's schedule ends with the load-race probe: a listener
+// run of every fault (`--nemesis all`, one Redis, the Redis store) by fenceline nodes
+// of a failpoints build, whose schedule is generated rather than replayed.
+func (s Spec) probes() bool {
+	if s.Workload.Name != "listener" || s.NodeCmd != "" || s.Store != "" || s.Redis.Replicated() || !failpoint.Enabled {
+		return false
+	}
+	for _, k := range faults.All() {
+		if !slices.Contains(s.Nemeses, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithLoadRaceProbe returns steps with one fp-load-race aimed at the leader after the
+// last of them (1.5 lease TTLs after its heal, or half a lease into the chaos phase).
+//
+// The random schedule of `--nemesis all` never makes the old leader commit between a
+// new leader's cursor load and its first commit, and a store that checks the token but
+// not the cursor breaks only there (variants.NoCursorCheck): the probe makes every
+// default run (make chaos, soak, targets) reach that interleaving once. It runs after the
+// seed's own faults, so that the schedule a seed drew before is unchanged, and it is
+// part of schedule.json: a replay or a shrink sees it as any other step.
+func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step {
+	at := lease / 2
+	if n := len(steps); n > 0 {
+		at = steps[n-1].At + steps[n-1].Params.Hold + lease*3/2
+	}
+	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Target: nemesis.Target{Leader: true},
+		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
+}
+
+// Start is where the run's token counter and cursor begin: the pinned values, 0 for a
+// --node-cmd node, else those of the run's seed (harness.BoundaryStart). It is resolved
+// per run: `fenceline validate` prepares one spec and runs it under many seeds.
+func (s Spec) Start() (token, cursor int64) {
+	switch {
+	case s.StartPinned:
+		return s.StartToken, s.StartCursor
+	case s.NodeCmd != "":
+		return 0, 0
+	}
+	return harness.BoundaryStart(s.Seed)
+}
+
 // NodeOptions are the settings every node of the run starts with.
 func (s Spec) NodeOptions() cluster.NodeOptions {
+	tok, cur := s.Start()
 	return cluster.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
 		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
-		RedisWait: s.RedisWait, Store: s.Store}
+		RedisWait: s.RedisWait, Store: s.Store, StartToken: tok, StartCursor: cur}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline
@@ -270,10 +336,22 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	cfg := harness.Config{
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
-		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis,
+		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
 		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
 	}
-	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d)\n", s.Cmd, dir, s.Seed)
+	if s.Steps != nil {
+		cfg.ScheduleKind = "replayed"
+	} else if s.probes() {
+		// Generated here, then extended: still the seed's schedule, not a replay.
+		steps, err := cfg.Schedule()
+		if err != nil {
+			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+			return Outcome{Code: exitcode.Usage, RunErr: err}
+		}
+		cfg.Steps = WithLoadRaceProbe(steps, s.LeaseTTL)
+	}
+	cfg.StartToken, cfg.StartCursor = s.Start()
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, cfg.StartToken, cfg.StartCursor)
 	runErr := harness.Run(ctx, cfg)
 	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
 		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)

@@ -5,8 +5,16 @@ package chaosrun
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/workloads"
 )
 
 // Runs started in the same second with the same seed and the same --out get a
@@ -52,5 +60,69 @@ func TestRunDirsAreExclusive(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(out, ".latest-*"))
 	if len(left) > 0 {
 		t.Errorf("temporary links left behind: %v", left)
+	}
+}
+
+// Every listener run of every fault ends with the load-race probe, after the seed's own
+// faults (which it leaves as they were); runs of chosen faults, other workloads and the
+// PostgreSQL store do not get it.
+func TestLoadRaceProbe(t *testing.T) {
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Spec{Workload: wl, Nemeses: faults.All(), LeaseTTL: 2 * time.Second}
+	if !s.probes() && failpoint.Enabled {
+		t.Error("a listener run of every fault has no probe")
+	}
+	for name, o := range map[string]Spec{
+		"chosen faults":  {Workload: wl, Nemeses: []string{faults.Kill}},
+		"register":       {Workload: workloads.Workload{Name: "register"}, Nemeses: faults.All()},
+		"postgres store": {Workload: wl, Nemeses: faults.All(), Store: "postgres"},
+	} {
+		if o.probes() {
+			t.Errorf("%s: probed", name)
+		}
+	}
+	steps, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Seed: 3, Kinds: faults.All(), Duration: time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := WithLoadRaceProbe(steps, 2*time.Second)
+	if len(got) != len(steps)+1 || !reflect.DeepEqual(got[:len(steps)], steps) {
+		t.Fatalf("the seed's schedule changed: %d steps, then %d", len(steps), len(got))
+	}
+	last, p := steps[len(steps)-1], got[len(got)-1]
+	if p.Kind != faults.FPLoadRace || !p.Target.Leader || p.At != last.At+last.Params.Hold+3*time.Second || p.Params.Hold != 6*time.Second {
+		t.Errorf("probe %+v after %+v", p, last)
+	}
+	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
+		t.Errorf("probe of an empty schedule: %+v", p)
+	}
+}
+
+// Each run starts where its own seed says, also when one spec runs many seeds
+// (validate); a pinned start is kept, and a --node-cmd node's store starts fresh.
+func TestStartPerSeed(t *testing.T) {
+	starts := map[[2]int64]bool{}
+	for seed := int64(1); seed <= 10; seed++ {
+		s := Spec{Seed: seed}
+		tok, cur := s.Start()
+		if wt, wc := harness.BoundaryStart(seed); tok != wt || cur != wc {
+			t.Errorf("seed %d starts at %d/%d, want %d/%d", seed, tok, cur, wt, wc)
+		}
+		if o := s.NodeOptions(); o.StartToken != tok || o.StartCursor != cur {
+			t.Errorf("seed %d: the nodes seed %d/%d, the run says %d/%d", seed, o.StartToken, o.StartCursor, tok, cur)
+		}
+		starts[[2]int64{tok, cur}] = true
+	}
+	if len(starts) < 5 {
+		t.Errorf("10 seeds drew %d starts", len(starts))
+	}
+	if tok, cur := (Spec{Seed: 3, StartPinned: true, StartToken: 7}).Start(); tok != 7 || cur != 0 {
+		t.Errorf("pinned start: %d/%d", tok, cur)
+	}
+	if tok, cur := (Spec{Seed: 3, NodeCmd: "python3 node.py"}).Start(); tok != 0 || cur != 0 {
+		t.Errorf("--node-cmd start: %d/%d", tok, cur)
 	}
 }

@@ -43,7 +43,7 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		}
 		return exitcode.Usage, nil
 	}
-	opts := workloads.CheckerOptions(run.Info.Workload, dir)
+	opts := workloads.CheckerOptions(run.Info, dir)
 	if opts.Budgets, err = checker.ParseBudgets(run.Info.Budget); err != nil {
 		fmt.Fprintf(stderr, "fenceline: %s: %v\n", history.RunInfoFile, err)
 		return exitcode.Usage, nil
@@ -80,11 +80,11 @@ func interrupted(dir string) bool {
 
 // memoryLimit is the soft memory limit for checking the run in dir: 1.15 times the size
 // of what it reads (a compressed file counted ten times: histories compress about
-// tenfold), and at least 256 MiB. What a check holds at its peak is about that size
-// (measured: 456 MB for the 384 MB of a million-operation run), and without a limit the
-// collector lets the heap grow to twice it; with one it collects more often instead
-// (measured: up to 15% more CPU time). A run that needs more than the estimate makes the
-// collector work harder, never fail: the limit is soft.
+// tenfold), and at least 256 MiB. What a check holds at its peak is below that size
+// (measured: about 390-430 MB live for the 402 MB of a million-operation run, whose
+// peak RSS is then 460 MB with the limit and 490-530 MB without it): the limit only
+// trims the garbage the collector would let pile up near the peak. A run that needs
+// more than the estimate makes the collector work harder, never fail: the limit is soft.
 func memoryLimit(dir string) int64 {
 	var size int64
 	add := func(path string) {

@@ -62,6 +62,11 @@ type Config struct {
 	Lease, Renew, Retry time.Duration
 	// Batch is the number of events per commit; Clients the register workload's clients.
 	Batch, Clients int
+	// StartToken and StartCursor seed an empty store (with Chaos only): the token
+	// counter, if it does not exist, is set to StartToken, and the cursor record, if it
+	// does not exist, to cursor StartCursor and token 0. The harness's boundary starts.
+	// Default 0: a fresh store.
+	StartToken, StartCursor int64
 	// Store is StoreRedis (also when empty) or StorePostgres; Postgres is the
 	// PostgreSQL connection URL of StorePostgres.
 	Store, Postgres string
@@ -124,6 +129,12 @@ func (c Config) validate() error {
 	}
 	if len(c.Failpoints) > 0 && !c.Chaos {
 		return errors.New("--failpoint needs --chaos: failpoints are fault hooks")
+	}
+	if (c.StartToken != 0 || c.StartCursor != 0) && !c.Chaos {
+		return errors.New("--start-token and --start-cursor need --chaos: they seed the store of a harness's run")
+	}
+	if c.StartToken < 0 || c.StartCursor < 0 {
+		return fmt.Errorf("--start-token %d and --start-cursor %d must be >= 0", c.StartToken, c.StartCursor)
 	}
 	if err := checkFailpoints(c.Failpoints); err != nil {
 		return err

@@ -179,6 +179,9 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		return err
 	}
 	defer closeStores()
+	if err := seedRedis(ctx, cfg, client); err != nil {
+		return err
+	}
 	if cfg.Workload == WorkloadRegister {
 		err := runRegister(ctx, cfg, client, stores, rec, st)
 		logger.Info("node-stopped")

@@ -66,6 +66,9 @@ func openPostgres(ctx context.Context, cfg Config, logger *slog.Logger) (*pgxpoo
 		if err == nil {
 			err = pgstore.SetupTx(sctx, pool, func(tx pgx.Tx) error { return ledger.SetupPostgres(sctx, tx) })
 		}
+		if err == nil && cfg.StartCursor != 0 {
+			err = seedPostgres(sctx, cfg, pool)
+		}
 		cancel()
 		if err == nil {
 			return pool, nil

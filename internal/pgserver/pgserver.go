@@ -123,17 +123,49 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(s.data); errors.Is(err, os.ErrNotExist) {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", s.data, "-U", "postgres",
-			"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("pgserver: initdb: %w: %s", err, tail(out, 600))
+		if err := initdb(ctx, bin, s.data, s.cred); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+func initdb(ctx context.Context, bin, data string, cred *syscall.Credential, extra ...string) error {
+	args := append([]string{"-D", data, "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"}, extra...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgserver: initdb: %w: %s", err, tail(out, 600))
+	}
+	return nil
+}
+
+// InitDB makes a new database cluster in data with the settings Start uses (superuser
+// postgres, trust authentication, UTF8, locale C, time zone UTC), for a server that runs
+// elsewhere: the docker backend's image. data must not exist; its parent must, and run
+// as root (initdb refuses root: it runs as the postgres user) the parent is given to
+// that user, who must be able to reach it. extra are more initdb arguments. It blocks
+// until initdb is done.
+func InitDB(ctx context.Context, data string, extra ...string) error {
+	bin, err := BinDir()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		if cred, err = postgresUser(); err != nil {
+			return err
+		}
+		if err := os.Chown(filepath.Dir(data), int(cred.Uid), int(cred.Gid)); err != nil {
+			return fmt.Errorf("pgserver: give %s to the postgres user: %w", filepath.Dir(data), err)
+		}
+	}
+	return initdb(ctx, bin, data, cred, extra...)
 }
 
 // postgresUser returns the credentials of the "postgres" user.

@@ -277,8 +277,13 @@ func (s *Store[E]) commit(ctx context.Context, op listener.Op, batch []E) (*list
 			return nil, err
 		}
 		// Nothing but the audit row is in the transaction: whether or not it commits,
-		// the batch was not applied.
-		_ = tx.Commit(ctx)
+		// the batch was not applied. But every answered attempt is in the audit: a
+		// rejection whose audit row did not commit (the deadline passed while the node
+		// was paused mid-transaction) is answered as an unknown outcome, which the audit
+		// then resolves as never applied.
+		if err := tx.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("%s, but its audit row was not committed: %w", rej.Outcome(), err)
+		}
 		return rej, nil
 	}
 	if s.effects != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/chaosrun"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/namelist"
 	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
@@ -262,24 +263,5 @@ func cmpOr(s, def string) string {
 
 // Pick parses --targets: "all" or a comma-separated list.
 func Pick(list string) ([]targets.Target, error) {
-	if strings.TrimSpace(list) == "all" {
-		list = strings.Join(targets.Names(), ",")
-	}
-	var out []targets.Target
-	for _, n := range strings.Split(list, ",") {
-		if n = strings.TrimSpace(n); n == "" {
-			continue
-		}
-		t, err := targets.ByName(n)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.ContainsFunc(out, func(u targets.Target) bool { return u.Name == n }) {
-			out = append(out, t)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--targets: no target given")
-	}
-	return out, nil
+	return namelist.Pick("targets", list, targets.Names(), targets.ByName)
 }

@@ -1,6 +1,6 @@
 // Command images builds the docker backend's images from this checkout (`make images`):
-// fenceline:dev, fenceline-toxiproxy:dev and fenceline-redis:dev, all FROM scratch,
-// nothing pulled. An image whose inputs did not change is not rebuilt. With -prune it
+// fenceline:dev, fenceline-toxiproxy:dev and fenceline-redis:dev (with -postgres also
+// fenceline-postgres:dev), all FROM scratch, nothing pulled. An image whose inputs did not change is not rebuilt. With -prune it
 // instead removes the containers and networks that runs left behind (a runner killed
 // with SIGKILL cannot clean up, and there is no Ryuk); images are kept.
 //
@@ -24,6 +24,7 @@ func main() {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
 	force := fs.Bool("force", false, "build every image even if its inputs did not change")
 	verbose := fs.Bool("v", false, "print Docker's build output")
+	postgres := fs.Bool("postgres", false, "also build fenceline-postgres:dev (Debian's PostgreSQL 15, for --store postgres)")
 	prune := fs.Bool("prune", false, "remove every container and network of every fenceline run, in progress or not, instead of building (images are kept)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -47,7 +48,7 @@ func main() {
 		log = os.Stderr
 	}
 	t0 := time.Now()
-	res, err := docker.BuildImages(ctx, docker.BuildOptions{Force: *force, BuildLog: log})
+	res, err := docker.BuildImages(ctx, docker.BuildOptions{Force: *force, BuildLog: log, Postgres: *postgres})
 	for _, r := range res {
 		if r.Hash == "" {
 			continue

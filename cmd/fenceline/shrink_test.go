@@ -1,0 +1,75 @@
+//go:build chaos
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/nemesis"
+)
+
+// Shrink with real runs: volatile-redis fails exactly when Redis restarts without its
+// append-only file (the token counter starts again, tokens repeat), whatever else the
+// schedule holds. Of a kill, that restart and a stop, shrink keeps the restart alone,
+// and the run it found says "Shrunk from 3 faults to 1". About 40 s: four short runs.
+func TestShrinkFindsTheOneFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four chaos runs")
+	}
+	t.Setenv(passwordEnv, "")
+	orig := t.TempDir()
+	lease := time.Second
+	p := nemesis.Params{LeaseTTL: lease}
+	step := func(at time.Duration, kind string, hold time.Duration) nemesis.Step {
+		p := p
+		p.Hold = hold
+		return nemesis.Step{At: at, Kind: kind, Target: nemesis.Target{Leader: true}, Params: p}
+	}
+	steps := []nemesis.Step{
+		step(500*time.Millisecond, nemesis.Kill, 500*time.Millisecond),
+		step(2500*time.Millisecond, nemesis.RedisRestartVolatile, 200*time.Millisecond),
+		step(4*time.Second, nemesis.Stop, 500*time.Millisecond),
+	}
+	steps[1].Target = nemesis.Target{}
+	for name, v := range map[string]any{
+		history.RunInfoFile: history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
+			Variant: "volatile-redis", Backend: "local", LeaseTTL: lease, Duration: 8 * time.Second,
+			Nemeses: []string{nemesis.Kill, nemesis.RedisRestartVolatile, nemesis.Stop}},
+		history.ScheduleFile: steps,
+		"results.json":       map[string]string{"verdict": "invalid"},
+	} {
+		if err := history.WriteJSON(filepath.Join(orig, name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCmd("shrink", "--runs", "1", "--budget", "3m", "--binary", helperBinary(t), "--out", out, orig)
+	if code != exitOK || !strings.Contains(stdout, "shrunk from 3 faults to 1 ") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var got []nemesis.Step
+	b, err := os.ReadFile(filepath.Join(out, "shrunk-schedule.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &got)
+	}
+	if err != nil || len(got) != 1 || got[0].Kind != nemesis.RedisRestartVolatile || got[0].At != steps[0].At {
+		t.Fatalf("shrunk schedule %s (%v); want the volatile restart alone, at the original's first fault's time", b, err)
+	}
+	var dir string
+	for _, l := range strings.Split(stdout, "\n") {
+		if d, ok := strings.CutPrefix(l, "failing run: "); ok {
+			dir = d
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil || !strings.Contains(string(md), "Shrunk from 3 faults to 1") {
+		t.Fatalf("%s/report.md does not say it was shrunk (%v)", dir, err)
+	}
+	t.Logf("%s%s", stdout, stderr)
+}
