@@ -130,7 +130,7 @@ func (f *promotedFault) Heal(ctx context.Context, c Cluster, _ string) (string, 
 	}
 	// Every one of these faults must end in a promotion: none within the bound is a
 	// Sentinel that cannot do its job, and the run cannot go on as planned.
-	p, err := r.WaitPromotion(ctx, f.at, f.old)
+	p, err := f.waitPromotion(ctx, r)
 	if err != nil {
 		if len(f.uncut) > 0 {
 			_ = r.UncutPrimary(ctx, f.old, f.uncut...)
@@ -150,6 +150,33 @@ func (f *promotedFault) Heal(ctx context.Context, c Cluster, _ string) (string, 
 	what += fmt.Sprintf("; %s a replica %v after the heal", f.old, time.Since(healed).Round(time.Millisecond))
 	f.old = ""
 	return what, nil
+}
+
+// switchoverRetry is how long a planned switchover may take before it is asked for
+// again: Sentinel aborts one whose chosen replica does not report itself primary within
+// its failover-timeout (2 s; -failover-abort-slave-timeout, seen on a loaded machine)
+// and never retries it on its own, since the primary is not down. It accepts a new
+// attempt twice its failover-timeout after the last.
+var switchoverRetry = 5 * time.Second
+
+// waitPromotion waits for the promotion the fault causes. A switchover that Redis
+// abandoned is asked for again, as an operator would, until the heal's bound.
+func (f *promotedFault) waitPromotion(ctx context.Context, r Replicated) (cluster.Promotion, error) {
+	if f.kind != RedisSwitchover {
+		return r.WaitPromotion(ctx, f.at, f.old)
+	}
+	deadline := time.Now().Add(cluster.SettleTimeout)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, min(switchoverRetry, time.Until(deadline)))
+		p, err := r.WaitPromotion(wctx, f.at, f.old)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return p, err
+		}
+		// Asked again of the same primary; an error (too early, or a promotion that
+		// happened meanwhile) leaves the next wait to tell.
+		_, _ = r.Switchover(ctx)
+	}
 }
 
 func cannotHeal(err error) error {
