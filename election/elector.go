@@ -61,7 +61,7 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	}
 	if n := redisretries.Of(client); n > 0 {
 		return nil, &ConfigError{Field: "client", Err: ErrRetryingClient, Reason: fmt.Sprintf(
-			"%v (MaxRetries %d after defaults); create it with MaxRetries: -1", ErrRetryingClient, n)}
+			"%v %s", ErrRetryingClient, redisretries.Refusal(client, n))}
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

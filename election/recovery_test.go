@@ -291,7 +291,10 @@ func TestNewRefusesRetryingClient(t *testing.T) {
 		{"MaxRetries 1", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: 1}), false},
 		{"cluster MaxRetries 2", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: 2}), false},
 		{"ClientOptions", NewClient("127.0.0.1:1"), true},
-		{"cluster default (no retries)", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), true},
+		// A cluster client re-sends on a redirect, and after an EOF or a timeout when
+		// redirects are on (MaxRedirects defaults to 3).
+		{"cluster default (redirects)", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), false},
+		{"cluster without retries or redirects", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1, MaxRedirects: -1}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer tc.c.Close()

@@ -100,7 +100,7 @@ func NewRedisStore[E Event](client redis.UniversalClient, cfg RedisConfig[E]) (*
 		return nil, configErr("nil redis client")
 	}
 	if n := redisretries.Of(client); n > 0 {
-		return nil, configErr("redis client retries commands (MaxRetries %d after defaults); create it with MaxRetries: -1", n)
+		return nil, configErr("redis client retries commands %s", redisretries.Refusal(client, n))
 	}
 	if cfg.Node == "" {
 		return nil, configErr("RedisConfig.Node is required")

@@ -3,10 +3,14 @@
 // its caller gave up, is an operation the caller cannot account for.
 package redisretries
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
 
-// Of returns the effective MaxRetries of the go-redis clients it knows (after go-redis's
-// defaults: -1 became 0, 0 became 3), or 0 for others.
+	"github.com/redis/go-redis/v9"
+)
+
+// Of returns how many times the go-redis clients it knows may re-send a command (after
+// go-redis's defaults: MaxRetries -1 became 0, 0 became 3), or 0 for others.
 func Of(c redis.UniversalClient) int {
 	switch c := c.(type) {
 	case *redis.Client:
@@ -18,4 +22,14 @@ func Of(c redis.UniversalClient) int {
 		return c.Options().MaxRetries
 	}
 	return 0
+}
+
+// Refusal is the reason a client of n = Of(c) > 0 re-sends is refused, with how to create
+// one that does not.
+func Refusal(c redis.UniversalClient, n int) string {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		o := cc.Options()
+		return fmt.Sprintf("(MaxRetries %d, MaxRedirects %d after defaults); create it with MaxRetries: -1 and MaxRedirects: -1", o.MaxRetries, o.MaxRedirects)
+	}
+	return fmt.Sprintf("(MaxRetries %d after defaults); create it with MaxRetries: -1", n)
 }
