@@ -44,7 +44,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	binary := fs.String("binary", "", "fenceline binary to run as nodes (default: this executable)")
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	replay := fs.String("replay", "", "re-run the stored run in this directory: its schedule.json (faults, targets, times) with its seed and settings (run.json); the settings flags cannot be given with it")
-	schedule := fs.String("schedule", scheduleAuto, "how the faults are timed: random (at random times), targeted (each node fault held for the moment of the leader's life it is aimed at: just after an acquire, before a commit, after a new leader's load, at a renewal, during a release; through the failpoints), mixed (half of them aimed), or auto: targeted for fenceline's own nodes under the listener workload, random for --target, --node-cmd and the register workload, whose code has no failpoints at those moments")
+	schedule := fs.String("schedule", nemesis.ScheduleRandom, "how the faults are timed: random (at random times; the default), targeted (each node fault held for the moment of the leader's life it is aimed at: just after an acquire, before a commit, after a new leader's load, at a renewal, during a release; through the failpoints), mixed (half of them aimed), or auto: targeted for fenceline's own nodes under the listener workload, random for --target, --node-cmd and the register workload, whose code has no failpoints at those moments")
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	startToken := fs.Int64("start-token", -1, "start the token counter here (the first token is one more); -1: near a boundary chosen by the seed (2 below 10, 100, 10^9, 10^10 or 10^16)")
 	startCursor := fs.Int64("start-cursor", -1, "start the cursor here (the first event ingested is one more); -1: near a boundary chosen by the seed (0, 9, 99, 2^31, 2^32, 2^53, up to 1000 below)")
@@ -109,7 +109,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	return spec.Run(ctx, stdout, stderr).Code
 }
 
-// scheduleAuto is --schedule's default: see autoSchedule.
+// scheduleAuto is --schedule auto: see autoSchedule.
 const scheduleAuto = "auto"
 
 // autoSchedule is the schedule of `--schedule auto`: targeted where the nodes have the
