@@ -47,12 +47,16 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(what)
+	// The first promotion is away from r1. Sentinel may fail over once more before the
+	// heal settles (seen in CI: r1 to r3, then r3 to r2 2.2 s later); r1 must follow
+	// whichever data node is primary at the end.
 	ps := c.Promotions()
-	if len(ps) != 1 || ps[0].From != "r1" || ps[0].To == "r1" {
-		t.Fatalf("promotions %+v, want one away from r1", ps)
+	if len(ps) == 0 || ps[0].From != "r1" || ps[0].To == "r1" {
+		t.Fatalf("promotions %+v, want the first away from r1", ps)
 	}
-	if r, of, up, err := c.RedisRole(ctx, "r1"); err != nil || r != "slave" || of != ps[0].To || !up {
-		t.Fatalf("old primary r1: role %q of %q (link up %v), %v; want a replica of %s", r, of, up, err, ps[0].To)
+	primary := ps[len(ps)-1].To
+	if r, of, up, err := c.RedisRole(ctx, "r1"); err != nil || r != "slave" || of != primary || !up {
+		t.Fatalf("old primary r1: role %q of %q (link up %v), %v; want a replica of %s", r, of, up, err, primary)
 	}
 	commits = waitCommits(t, c, commits)
 	// A partition cuts a node off from every data node and Sentinel: it loses the lease.
