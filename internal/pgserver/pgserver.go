@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/internal/freeport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -93,8 +94,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Port == 0 {
-		if opts.Port, err = freePort(); err != nil {
+	pick := opts.Port == 0
+	if pick {
+		if opts.Port, err = freeport.Get(); err != nil {
 			return nil, err
 		}
 	}
@@ -127,10 +129,19 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.start(ctx); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		err := s.start(ctx)
+		if err == nil {
+			return s, nil
+		}
+		// A port picked here can still be taken before postgres binds it.
+		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
+			return nil, err
+		}
+		if s.port, err = freeport.Get(); err != nil {
+			return nil, err
+		}
 	}
-	return s, nil
 }
 
 func initdb(ctx context.Context, bin, data string, cred *syscall.Credential, extra ...string) error {
@@ -378,15 +389,6 @@ func children(pid int) []int {
 		}
 	}
 	return out
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // New starts a server for a test in a fresh directory and stops it, and removes the

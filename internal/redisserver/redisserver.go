@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/internal/freeport"
 )
 
 // ErrNotInstalled is returned when no redis-server binary can be found.
@@ -91,18 +93,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("redisserver: %w", err)
 	}
-	if opts.Port == 0 {
-		p, err := FreePort()
-		if err != nil {
+	pick := opts.Port == 0
+	for attempt := 1; ; attempt++ {
+		if pick {
+			p, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			opts.Port = p
+		}
+		s := &Server{opts: opts, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
+		err := s.Restart(ctx)
+		if err == nil {
+			return s, nil
+		}
+		// A port this package picked can still be taken before redis-server binds it.
+		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
 			return nil, err
 		}
-		opts.Port = p
 	}
-	s := &Server{opts: opts, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
-	if err := s.Restart(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // Addr is host:port of the server.
@@ -265,15 +274,9 @@ func Ping(ctx context.Context, addr string) error {
 	return nil
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redisserver: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a free TCP port on 127.0.0.1 for a server that is yet to start (see
+// package freeport for why not port 0).
+func FreePort() (int, error) { return freeport.Get() }
 
 // New starts a persistent redis-server for a test on a free port, in a temporary
 // directory, and kills it when the test ends. It fails the test if redis-server is not
