@@ -1,7 +1,14 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,9 +41,9 @@ type busRelay struct {
 	wg    sync.WaitGroup
 }
 
-// newBusRelay listens on 127.0.0.1 (a port of its own) and relays to upstream.
-func newBusRelay(upstream string) (*busRelay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newBusRelay listens on listen and relays to upstream.
+func newBusRelay(listen, upstream string) (*busRelay, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
@@ -162,4 +169,128 @@ func (r *busRelay) close() {
 	r.conns = nil
 	r.mu.Unlock()
 	r.wg.Wait()
+}
+
+// RelayServer runs named relays in a process of their own and serves their cuts over
+// HTTP: the docker backend runs it in a container on the run's network, where the data
+// nodes tell each other apart by their container addresses. A sender is named by its
+// data node's name and resolved (by the network's DNS) when it is cut.
+type RelayServer struct {
+	mu     sync.Mutex
+	relays map[string]*busRelay
+	cutIPs map[[2]string]string // (relay, sender name) -> the address cut for it
+}
+
+// RelaySpec is one relay of a RelayServer: listen address and upstream.
+type RelaySpec struct{ Name, Listen, Upstream string }
+
+// NewRelayServer starts the relays; on error it closes those it started.
+func NewRelayServer(specs []RelaySpec) (*RelayServer, error) {
+	s := &RelayServer{relays: map[string]*busRelay{}, cutIPs: map[[2]string]string{}}
+	for _, sp := range specs {
+		if _, dup := s.relays[sp.Name]; dup || sp.Name == "" {
+			s.Close()
+			return nil, fmt.Errorf("cluster: relay name %q empty or repeated", sp.Name)
+		}
+		r, err := newBusRelay(sp.Listen, sp.Upstream)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("cluster: relay %s: %w", sp.Name, err)
+		}
+		s.relays[sp.Name] = r
+	}
+	return s, nil
+}
+
+// Close stops every relay.
+func (s *RelayServer) Close() {
+	for _, r := range s.relays {
+		r.close()
+	}
+}
+
+// Handler serves POST /cut?relay=R&from=NAME&cut=true|false (from "*": every sender)
+// and POST /uncut-all.
+func (s *RelayServer) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, req *http.Request) {
+		q := req.URL.Query()
+		if err := s.cut(req.Context(), q.Get("relay"), q.Get("from"), q.Get("cut") == "true"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("POST /uncut-all", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, r := range s.relays {
+			r.uncutAll()
+		}
+		clear(s.cutIPs)
+	})
+	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	return mux
+}
+
+func (s *RelayServer) cut(ctx context.Context, relay, from string, cut bool) error {
+	r := s.relays[relay]
+	if r == nil {
+		return fmt.Errorf("no relay %q", relay)
+	}
+	key := [2]string{relay, from}
+	s.mu.Lock()
+	ip, known := s.cutIPs[key]
+	s.mu.Unlock()
+	switch {
+	case from == "*":
+		ip = "*"
+	case !cut && known:
+		// Lifted by the address it was cut for: the sender may be down, or have
+		// another address, by now.
+	case !cut:
+		return nil
+	default:
+		addrs, err := net.DefaultResolver.LookupHost(ctx, from)
+		if err != nil || len(addrs) == 0 {
+			return fmt.Errorf("resolve sender %q: %v", from, err)
+		}
+		ip = addrs[0]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.setCut(ip, cut)
+	if cut {
+		s.cutIPs[key] = ip
+	} else {
+		delete(s.cutIPs, key)
+	}
+	return nil
+}
+
+// RemoteRelays is a RelayServer's HTTP API as BusCuts.
+type RemoteRelays struct{ URL string }
+
+func (r RemoteRelays) Cut(ctx context.Context, to, from string, cut bool) error {
+	q := url.Values{"relay": {to}, "from": {from}, "cut": {strconv.FormatBool(cut)}}
+	return r.post(ctx, "/cut?"+q.Encode())
+}
+
+func (r RemoteRelays) UncutAll(ctx context.Context) error { return r.post(ctx, "/uncut-all") }
+
+func (r RemoteRelays) post(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cluster: bus relays: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("cluster: bus relays: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ func TestBusRelayCutsOneSource(t *testing.T) {
 			go func() { _, _ = io.Copy(c, c); c.Close() }()
 		}
 	}()
-	r, err := newBusRelay(echo.Addr().String())
+	r, err := newBusRelay("127.0.0.1:0", echo.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

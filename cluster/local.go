@@ -42,10 +42,8 @@ type Local struct {
 	cfg   LocalConfig
 	log   *slog.Logger
 	redis *redisserver.Server // the single topology's Redis
-	// sentinel runs the sentinel topology instead (redis is then nil).
-	sentinel *SentinelSet
-	// rcluster runs the cluster topology instead (redis is then nil).
-	rcluster *clusterSet
+	// replicas runs the sentinel or the cluster topology instead (redis is then nil).
+	replicas localReplicas
 	pg       *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
 
 	toxi     *toxiproxyserver.ApiServer
@@ -70,7 +68,7 @@ type localNode struct {
 	source  string // its source URL through its proxy
 	// redisArgs are the node's arguments for a replicated topology: its Sentinels
 	// or cluster seeds, and its proxies to the data nodes (see SentinelSet.nodeArgs,
-	// clusterSet.nodeArgs).
+	// ClusterSet.nodeArgs).
 	redisArgs []string
 	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
 	proc      *process
@@ -111,9 +109,15 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 	}
 	switch cfg.Redis.Topology {
 	case TopologySentinel:
-		l.sentinel, err = startSentinelSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis)
+		var s *SentinelSet
+		if s, err = startSentinelSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis); err == nil {
+			l.replicas = s
+		}
 	case TopologyCluster:
-		l.rcluster, err = startClusterSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis, cmp.Or(cfg.Node.Election, "fenceline"))
+		var s *ClusterSet
+		if s, err = startClusterSet(ctx, filepath.Join(cfg.Dir, "redis"), &l.links, cfg.Redis, cmp.Or(cfg.Node.Election, "fenceline")); err == nil {
+			l.replicas = s
+		}
 	default:
 		l.redis, err = redisserver.Start(ctx, redisserver.Options{
 			Dir:           filepath.Join(cfg.Dir, "redis"),
@@ -130,14 +134,11 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (_ *Local, err error) {
 		n := &localNode{id: id}
 		var rp string
 		switch {
-		case l.sentinel != nil:
-			// The node never dials --redis: its Sentinels tell it where the primary is.
+		case l.replicas != nil:
+			// The node never dials --redis: its Sentinels, or the cluster's slots, tell
+			// it where the primary is.
 			rp = "127.0.0.1:1"
-			n.redisArgs, err = l.sentinel.nodeArgs(ctx, id)
-		case l.rcluster != nil:
-			// Nor here: the cluster's slots tell it.
-			rp = "127.0.0.1:1"
-			n.redisArgs, err = l.rcluster.nodeArgs(ctx, id)
+			n.redisArgs, err = l.replicas.nodeArgs(ctx, id)
 		default:
 			rp, err = l.links.CreateProxy(ctx, RedisProxyName(id), "127.0.0.1:0", l.redis.Addr())
 		}
@@ -403,7 +404,7 @@ var ErrTopology = errors.New("cluster: not in this Redis topology")
 
 // KillRedis implements Cluster. A replicated topology has no single Redis to kill.
 func (l *Local) KillRedis(ctx context.Context) error {
-	if l.sentinel != nil || l.rcluster != nil {
+	if l.replicas != nil {
 		return fmt.Errorf("%w: kill Redis (%s: use the replicated faults)", ErrTopology, l.cfg.Redis.Topology)
 	}
 	l.redis.Kill()
@@ -415,14 +416,8 @@ func (l *Local) KillRedis(ctx context.Context) error {
 // topology, every data node) and waits until the
 // topology settles (ErrUnsettled if it does not within SettleTimeout).
 func (l *Local) StartRedis(ctx context.Context) error {
-	if l.rcluster != nil {
-		if err := l.rcluster.restartDead(ctx); err != nil {
-			return err
-		}
-		return l.rcluster.waitSettled(ctx, SettleTimeout)
-	}
-	if l.sentinel != nil {
-		return l.sentinel.StartRedis(ctx)
+	if l.replicas != nil {
+		return l.replicas.StartRedis(ctx)
 	}
 	if l.redis.PID() != 0 {
 		return nil
@@ -434,11 +429,8 @@ func (l *Local) StartRedis(ctx context.Context) error {
 // slot as last seen; in the sentinel topology, the primary the Sentinels
 // last announced (see PrimaryAddr for one that is checked).
 func (l *Local) RedisAddr() string {
-	if l.rcluster != nil {
-		return l.rcluster.current().srv.Addr()
-	}
-	if l.sentinel != nil {
-		return l.sentinel.CurrentAddr()
+	if l.replicas != nil {
+		return l.replicas.CurrentAddr()
 	}
 	return l.redis.Addr()
 }
@@ -448,17 +440,10 @@ func (l *Local) RedisAddr() string {
 // every other data node replicates it); an error wrapping ErrUnsettled if it does not
 // within SettleTimeout. The final read reads from it.
 func (l *Local) PrimaryAddr(ctx context.Context) (string, error) {
-	if l.rcluster != nil {
-		// Every key of the election is in one slot: its primary holds the whole store.
-		if err := l.rcluster.waitSettled(ctx, SettleTimeout); err != nil {
-			return "", err
-		}
-		return l.rcluster.current().srv.Addr(), nil
-	}
-	if l.sentinel == nil {
+	if l.replicas == nil {
 		return l.redis.Addr(), nil
 	}
-	return l.sentinel.PrimaryAddr(ctx)
+	return l.replicas.PrimaryAddr(ctx)
 }
 
 // redisProxies are node id's proxies to Redis: one, or (sentinel, cluster) one to each data
@@ -467,11 +452,8 @@ func (l *Local) redisProxies(id string) ([]string, error) {
 	if _, err := l.node(id); err != nil {
 		return nil, err
 	}
-	if l.sentinel != nil {
-		return l.sentinel.nodeProxies(id), nil
-	}
-	if l.rcluster != nil {
-		return l.rcluster.nodeProxies(id), nil
+	if l.replicas != nil {
+		return l.replicas.nodeProxies(id), nil
 	}
 	return []string{RedisProxyName(id)}, nil
 }
@@ -505,10 +487,11 @@ func (l *Local) RemoveRedisToxics(ctx context.Context, id string, names ...strin
 
 // ResetLinks implements Cluster.
 func (l *Local) ResetLinks(ctx context.Context) error {
-	if l.rcluster != nil {
-		l.rcluster.uncutBus()
+	var err error
+	if l.replicas != nil {
+		err = l.replicas.ResetLinks(ctx)
 	}
-	return l.links.ResetLinks(ctx)
+	return errors.Join(err, l.links.ResetLinks(ctx))
 }
 
 // ControlAddr is node id's control endpoint (host:port).
@@ -552,14 +535,8 @@ func (l *Local) Close(ctx context.Context) error {
 		if l.redis != nil {
 			l.redis.Kill()
 		}
-		if l.rcluster != nil {
-			l.rcluster.close()
-			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {
-				l.closeErr = err
-			}
-		}
-		if l.sentinel != nil {
-			l.sentinel.Close()
+		if l.replicas != nil {
+			l.replicas.Close()
 			// The promotions the run saw, for the topology table (Redis's own record
 			// is spread over three Sentinel logs).
 			if err := history.WriteJSON(filepath.Join(l.cfg.Dir, PromotionsFile), l.Promotions()); err != nil {

@@ -43,17 +43,36 @@ const (
 	clusterSlots = 16384
 )
 
-// clusterNode is one data node of the cluster topology.
-type clusterNode struct {
-	name string // "r1"...
-	// peer is the listen address of its peer proxy: what it announces, and how replicas
+// ClusterNode is one data node of the cluster topology, as a backend started it.
+type ClusterNode struct {
+	Name string // "r1"...; r1..r3 are the first primaries, r4..r6 their replicas
+	// Peer is the listen address of its peer proxy: what it announces, and how replicas
 	// and clients (through their own proxies, by the address map) reach it.
+	Peer string
+	// Bus is its announced cluster bus address: a relay whose cuts BusCuts sets.
+	Bus  string
+	Proc RedisProcess
+}
+
+// BusCuts cuts the cluster bus one sender at a time (see busRelay for why toxiproxy
+// cannot): each data node's bus is behind a relay.
+type BusCuts interface {
+	// Cut holds back (cut) or lets through again what data node from ("*": every
+	// sender) sends to data node to's bus, on connections open now and later.
+	Cut(ctx context.Context, to, from string, cut bool) error
+	// UncutAll lets everything through on every relay.
+	UncutAll(ctx context.Context) error
+}
+
+// clusterNode is one data node of a ClusterSet.
+type clusterNode struct {
+	name  string
 	peer  string
-	srv   *redisserver.Server
-	shard int       // 0..clusterShards-1
-	bus   *busRelay // in front of its cluster bus port
-	src   string    // the address it sends from (bind-source-addr), by which relays know it
-	// poll is the harness's own client, straight to the node (no proxy): roles,
+	bus   string
+	proc  RedisProcess
+	shard int // 0..clusterShards-1
+	// poll is the harness's own client, straight to the node (no proxy, dialled at the
+	// process's address of the moment, which a container's restart changes): roles,
 	// cluster state, the fault commands.
 	poll *redis.Client
 	// restarting is set while the node is being started again: the watcher leaves it
@@ -61,12 +80,19 @@ type clusterNode struct {
 	restarting atomic.Bool
 }
 
-// clusterSet runs the cluster topology for a Local cluster and watches its promotions.
-type clusterSet struct {
+// ClusterSet is a running cluster topology, whatever the backend: it watches the
+// promotions of the election's shard and has the replicated topology's abilities that
+// the Redis faults of package nemesis use. Its methods are safe for concurrent use.
+type ClusterSet struct {
 	links *Links
+	cuts  BusCuts
 	data  []*clusterNode
 	slot  int // the election's hash slot
 	shard int // the shard that serves it
+	// watchOnly: the backend owns the processes (Close leaves them running).
+	watchOnly bool
+	// local are the local backend's bus relays, closed by Close.
+	local *localBus
 
 	mu         sync.Mutex
 	primary    [clusterShards]string // data node name per shard, as last seen
@@ -82,19 +108,88 @@ func slotRange(k int) (lo, hi int) {
 	return k * clusterSlots / clusterShards, (k+1)*clusterSlots/clusterShards - 1
 }
 
+// ClusterNodeArgs are a cluster data node's redis-server arguments: its bus on busPort,
+// and what it announces (its peer proxy's address, its relay's port).
+func ClusterNodeArgs(spec RedisSpec, busPort int, announceIP, announcePort, announceBusPort string) []string {
+	args := []string{
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
+		"--cluster-port", strconv.Itoa(busPort),
+		"--cluster-announce-ip", announceIP,
+		"--cluster-announce-port", announcePort,
+		"--cluster-announce-bus-port", announceBusPort,
+		// A replica may always take over, however long its link was down: the faults
+		// decide what it has missed, not a data-age rule.
+		"--cluster-replica-validity-factor", "0",
+		// The shards stay as built: a replica never moves to another primary.
+		"--cluster-allow-replica-migration", "no",
+		"--repl-diskless-sync-delay", "0",
+		"--repl-timeout", "10",
+	}
+	if spec.MinReplicasToWrite > 0 {
+		args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
+			"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
+	}
+	return args
+}
+
+// ClusterDataNodes is the number of data nodes of the cluster topology.
+const ClusterDataNodes = 2 * clusterShards
+
+// ClusterBusPort is the port of a data node's cluster bus when it is not chosen for it
+// (Redis's default: the client port plus 10000).
+const ClusterBusPort = 16379
+
+// localBus is the local backend's bus relays, one per data node, each of which tells
+// senders apart by the address they send from (bind-source-addr).
+type localBus struct {
+	relays map[string]*busRelay // by data node
+	src    map[string]string    // data node -> the address it sends from
+}
+
+func (b *localBus) Cut(_ context.Context, to, from string, cut bool) error {
+	r := b.relays[to]
+	if r == nil {
+		return fmt.Errorf("%w: data node %q", ErrUnknownNode, to)
+	}
+	src := "*"
+	if from != "*" {
+		if src = b.src[from]; src == "" {
+			return fmt.Errorf("%w: data node %q", ErrUnknownNode, from)
+		}
+	}
+	r.setCut(src, cut)
+	return nil
+}
+
+func (b *localBus) UncutAll(context.Context) error {
+	for _, r := range b.relays {
+		r.uncutAll()
+	}
+	return nil
+}
+
+func (b *localBus) close() {
+	for _, r := range b.relays {
+		r.close()
+	}
+}
+
 // startClusterSet starts the six data nodes under dir, makes them one cluster (slots,
 // MEET, REPLICATE) and waits until it has settled. On error it closes what it started.
-func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSpec, election string) (_ *clusterSet, err error) {
-	s := &clusterSet{links: links}
+func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSpec, election string) (_ *ClusterSet, err error) {
+	bus := &localBus{relays: map[string]*busRelay{}, src: map[string]string{}}
+	s := &ClusterSet{links: links, cuts: bus, local: bus}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.Close()
 		}
 	}()
-	for i := 1; i <= 2*clusterShards; i++ {
-		n := &clusterNode{name: fmt.Sprintf("r%d", i), shard: (i - 1) % clusterShards,
-			src: fmt.Sprintf("127.0.0.%d", 10+i)}
-		s.data = append(s.data, n)
+	var nodes []ClusterNode
+	for i := 1; i <= ClusterDataNodes; i++ {
+		name := fmt.Sprintf("r%d", i)
+		src := fmt.Sprintf("127.0.0.%d", 10+i)
 		port, err := redisserver.FreePort()
 		if err != nil {
 			return nil, err
@@ -103,48 +198,71 @@ func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSp
 		if err != nil {
 			return nil, err
 		}
-		if n.peer, err = links.CreateProxy(ctx, peerProxyName(n.name), "127.0.0.1:0", hostPort(port)); err != nil {
+		peer, err := links.CreateProxy(ctx, peerProxyName(name), "127.0.0.1:0", hostPort(port))
+		if err != nil {
 			return nil, err
 		}
-		if n.bus, err = newBusRelay(hostPort(busPort)); err != nil {
-			return nil, fmt.Errorf("cluster: bus relay of %s: %w", n.name, err)
-		}
-		_, peerPort, _ := net.SplitHostPort(n.peer)
-		_, relayPort, _ := net.SplitHostPort(n.bus.Addr())
-		args := []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
-			"--cluster-port", strconv.Itoa(busPort),
-			"--cluster-announce-ip", "127.0.0.1",
-			"--cluster-announce-port", peerPort,
-			"--cluster-announce-bus-port", relayPort,
-			"--bind-source-addr", n.src,
-			// A replica may always take over, however long its link was down: the
-			// faults decide what it has missed, not a data-age rule.
-			"--cluster-replica-validity-factor", "0",
-			// The shards stay as built: a replica never moves to another primary.
-			"--cluster-allow-replica-migration", "no",
-			"--repl-diskless-sync-delay", "0",
-			"--repl-timeout", "10",
-		}
-		if spec.MinReplicasToWrite > 0 {
-			args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
-				"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
-		}
-		n.srv, err = redisserver.Start(ctx, redisserver.Options{Dir: filepath.Join(dir, n.name), Port: port, Args: args})
+		relay, err := newBusRelay("127.0.0.1:0", hostPort(busPort))
 		if err != nil {
-			return nil, fmt.Errorf("cluster: data node %s: %w", n.name, err)
+			return nil, fmt.Errorf("cluster: bus relay of %s: %w", name, err)
 		}
-		n.poll = redis.NewClient(&redis.Options{Addr: n.srv.Addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
-			ContextTimeoutEnabled: true, PoolSize: 2, Protocol: 2})
+		bus.relays[name], bus.src[name] = relay, src
+		_, peerPort, _ := net.SplitHostPort(peer)
+		_, relayPort, _ := net.SplitHostPort(relay.Addr())
+		args := append(ClusterNodeArgs(spec, busPort, "127.0.0.1", peerPort, relayPort), "--bind-source-addr", src)
+		srv, err := redisserver.Start(ctx, redisserver.Options{Dir: filepath.Join(dir, name), Port: port, Args: args})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: data node %s: %w", name, err)
+		}
+		nodes = append(nodes, ClusterNode{Name: name, Peer: peer, Bus: relay.Addr(), Proc: localRedis{srv}})
+		// Kept as they start, so that a failed start closes them.
+		s.data = append(s.data, s.newNode(nodes[len(nodes)-1], i-1))
 	}
+	if err := s.formAndWatch(ctx, election); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// WatchCluster forms a cluster of the data nodes a backend started (ClusterDataNodes of
+// them, r1 first) and watches it until Close, which leaves the processes running. It
+// waits until the cluster has settled (ErrUnsettled if it does not within
+// SettleTimeout).
+func WatchCluster(ctx context.Context, links *Links, cuts BusCuts, nodes []ClusterNode, election string) (*ClusterSet, error) {
+	if len(nodes) != ClusterDataNodes {
+		return nil, fmt.Errorf("cluster: a cluster of %d data nodes, not %d", ClusterDataNodes, len(nodes))
+	}
+	s := &ClusterSet{links: links, cuts: cuts, watchOnly: true}
+	for i, n := range nodes {
+		s.data = append(s.data, s.newNode(n, i))
+	}
+	if err := s.formAndWatch(ctx, election); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *ClusterSet) newNode(n ClusterNode, i int) *clusterNode {
+	proc := n.Proc
+	return &clusterNode{name: n.Name, peer: n.Peer, bus: n.Bus, proc: proc, shard: i % clusterShards,
+		poll: redis.NewClient(&redis.Options{Addr: n.Peer, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+			ContextTimeoutEnabled: true, PoolSize: 2, Protocol: 2,
+			Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, proc.Addr())
+			}})}
+}
+
+// formAndWatch makes the data nodes one cluster, starts the watchers and waits until it
+// has settled.
+func (s *ClusterSet) formAndWatch(ctx context.Context, election string) error {
 	if err := s.form(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsettled, err)
+		return fmt.Errorf("%w: %v", ErrUnsettled, err)
 	}
 	slot, err := s.data[0].poll.Do(ctx, "CLUSTER", "KEYSLOT", "{"+election+"}:lock").Int()
 	if err != nil {
-		return nil, fmt.Errorf("cluster: CLUSTER KEYSLOT: %w", err)
+		return fmt.Errorf("cluster: CLUSTER KEYSLOT: %w", err)
 	}
 	s.slot = slot
 	for k := range clusterShards {
@@ -159,10 +277,7 @@ func startClusterSet(ctx context.Context, dir string, links *Links, spec RedisSp
 		s.wg.Add(1)
 		go s.watch(wctx, n)
 	}
-	if err := s.waitSettled(ctx, SettleTimeout); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.waitSettled(ctx, SettleTimeout)
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
@@ -170,7 +285,7 @@ func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.It
 // form makes the six servers one cluster: distinct config epochs, each primary its
 // slots, every node met through its announced addresses, each replica following its
 // primary. What `redis-cli --cluster create` does, without its one-second sleeps.
-func (s *clusterSet) form(ctx context.Context) error {
+func (s *ClusterSet) form(ctx context.Context) error {
 	call := func(n *clusterNode, args ...any) error {
 		if err := n.poll.Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("%s: %v: %w", n.name, args, err)
@@ -196,7 +311,7 @@ func (s *clusterSet) form(ctx context.Context) error {
 	}
 	for _, n := range s.data[1:] {
 		host, port, _ := net.SplitHostPort(n.peer)
-		_, bus, _ := net.SplitHostPort(n.bus.Addr())
+		_, bus, _ := net.SplitHostPort(n.bus)
 		if err := call(s.data[0], "CLUSTER", "MEET", host, port, bus); err != nil {
 			return err
 		}
@@ -221,7 +336,7 @@ func (s *clusterSet) form(ctx context.Context) error {
 // records a promotion when it says it is a primary that serves slots with a config
 // epoch above its shard's primary's. (A restarted old primary says it is a primary for
 // a moment too, with its old epoch: not a promotion.)
-func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
+func (s *ClusterSet) watch(ctx context.Context, n *clusterNode) {
 	defer s.wg.Done()
 	t := time.NewTicker(clusterPoll)
 	defer t.Stop()
@@ -231,7 +346,7 @@ func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
 			return
 		case <-t.C:
 		}
-		if n.srv.PID() == 0 || n.restarting.Load() {
+		if n.restarting.Load() || !n.proc.Running() {
 			continue // killed or starting: dialling it would only fill the runner's log
 		}
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -246,7 +361,7 @@ func (s *clusterSet) watch(ctx context.Context, n *clusterNode) {
 	}
 }
 
-func (s *clusterSet) observe(n *clusterNode, me clusterView, at time.Time) {
+func (s *ClusterSet) observe(n *clusterNode, me clusterView, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := n.shard
@@ -344,11 +459,11 @@ func (v clusterView) has(flag string) bool {
 // sees all six nodes with no failure flag, and places the election's slot on the same
 // primary; each shard has one primary (by its own word) and a replica connected to it.
 // It returns each shard's primary.
-func (s *clusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, error) {
+func (s *ClusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, error) {
 	var prim [clusterShards]*clusterNode
 	owners := map[string]int{}
 	for _, n := range s.data {
-		if n.srv.PID() == 0 {
+		if !n.proc.Running() {
 			return prim, fmt.Errorf("%s is not running", n.name)
 		}
 		info, err := n.poll.Do(ctx, "CLUSTER", "INFO").Text()
@@ -408,7 +523,7 @@ func (s *clusterSet) settled(ctx context.Context) ([clusterShards]*clusterNode, 
 }
 
 // waitSettled waits until the cluster is settled, for at most timeout (ErrUnsettled).
-func (s *clusterSet) waitSettled(ctx context.Context, timeout time.Duration) error {
+func (s *ClusterSet) waitSettled(ctx context.Context, timeout time.Duration) error {
 	var prim [clusterShards]*clusterNode
 	err := WaitReady(ctx, "the Redis cluster", timeout, nil, func(ctx context.Context) (err error) {
 		prim, err = s.settled(ctx)
@@ -429,7 +544,7 @@ func (s *clusterSet) waitSettled(ctx context.Context, timeout time.Duration) err
 	return nil
 }
 
-func (s *clusterSet) byName(name string) *clusterNode {
+func (s *ClusterSet) byName(name string) *clusterNode {
 	for _, n := range s.data {
 		if n.name == name {
 			return n
@@ -438,7 +553,7 @@ func (s *clusterSet) byName(name string) *clusterNode {
 	return nil
 }
 
-func (s *clusterSet) byPeer(addr string) *clusterNode {
+func (s *ClusterSet) byPeer(addr string) *clusterNode {
 	for _, n := range s.data {
 		if n.peer == addr {
 			return n
@@ -448,14 +563,14 @@ func (s *clusterSet) byPeer(addr string) *clusterNode {
 }
 
 // current is the primary of the election's shard, as last seen.
-func (s *clusterSet) current() *clusterNode {
+func (s *ClusterSet) current() *clusterNode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byName(s.primary[s.shard])
 }
 
 // replica is the other data node of the election's shard.
-func (s *clusterSet) replica() *clusterNode {
+func (s *ClusterSet) replica() *clusterNode {
 	p := s.current()
 	for _, n := range s.data {
 		if n.shard == p.shard && n != p {
@@ -465,7 +580,7 @@ func (s *clusterSet) replica() *clusterNode {
 	return nil
 }
 
-func (s *clusterSet) promotionSince(since time.Time, from string) (Promotion, bool) {
+func (s *ClusterSet) promotionSince(since time.Time, from string) (Promotion, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.promotions {
@@ -476,22 +591,28 @@ func (s *clusterSet) promotionSince(since time.Time, from string) (Promotion, bo
 	return Promotion{}, false
 }
 
-func (s *clusterSet) promotionList() []Promotion {
+// Promotions returns every promotion of the election's shard seen so far, in order.
+func (s *ClusterSet) Promotions() []Promotion {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Promotion(nil), s.promotions...)
 }
 
-// killPrimary kills the election's primary (SIGKILL) and returns its name.
-func (s *clusterSet) killPrimary() string {
-	p := s.current()
-	p.srv.Kill()
-	return p.name
+// WaitPromotion waits until the watcher has seen a promotion away from data node from
+// at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
+func (s *ClusterSet) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
+	return waitPromotion(ctx, since, from, s.promotionSince)
 }
 
-// switchover sends CLUSTER FAILOVER to the election shard's replica and returns the
+// KillPrimary kills the election's primary (SIGKILL) and returns its name.
+func (s *ClusterSet) KillPrimary(ctx context.Context) (string, error) {
+	p := s.current()
+	return p.name, p.proc.Kill(ctx)
+}
+
+// Switchover sends CLUSTER FAILOVER to the election shard's replica and returns the
 // name of the primary it replaces.
-func (s *clusterSet) switchover(ctx context.Context) (string, error) {
+func (s *ClusterSet) Switchover(ctx context.Context) (string, error) {
 	p, r := s.current(), s.replica()
 	if err := r.poll.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
 		return p.name, fmt.Errorf("cluster: CLUSTER FAILOVER on %s: %w", r.name, err)
@@ -499,17 +620,14 @@ func (s *clusterSet) switchover(ctx context.Context) (string, error) {
 	return p.name, nil
 }
 
-// cutPrimary adds toxics to the election primary's peer link (its replica's
+// CutPrimary adds toxics to the election primary's peer link (its replica's
 // replication; the nodes of the election reach it through links of their own) and cuts
 // its cluster bus both ways: its own relay drops every sender, every other relay drops
 // what it sends. It returns its name.
-func (s *clusterSet) cutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
+func (s *ClusterSet) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
 	p := s.current()
-	p.bus.setCut("*", true)
-	for _, n := range s.data {
-		if n != p {
-			n.bus.setCut(p.src, true)
-		}
+	if err := s.cutBus(ctx, p, true); err != nil {
+		return p.name, err
 	}
 	for _, t := range toxics {
 		if err := s.links.AddToxic(ctx, peerProxyName(p.name), t); err != nil {
@@ -519,93 +637,133 @@ func (s *clusterSet) cutPrimary(ctx context.Context, toxics ...Toxic) (string, e
 	return p.name, nil
 }
 
-// uncutPrimary undoes cutPrimary for data node name.
-func (s *clusterSet) uncutPrimary(ctx context.Context, name string, toxics ...string) error {
+// UncutPrimary undoes CutPrimary for data node name.
+func (s *ClusterSet) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
 	p := s.byName(name)
 	if p == nil {
 		return fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
 	}
-	p.bus.setCut("*", false)
-	for _, n := range s.data {
-		n.bus.setCut(p.src, false)
-	}
-	return s.links.RemoveToxics(ctx, peerProxyName(name), toxics...)
+	return errors.Join(s.cutBus(ctx, p, false), s.links.RemoveToxics(ctx, peerProxyName(name), toxics...))
 }
 
-// uncutBus lets every bus relay through everything (ResetLinks).
-func (s *clusterSet) uncutBus() {
+// cutBus cuts (or uncuts) data node p's cluster bus both ways.
+func (s *ClusterSet) cutBus(ctx context.Context, p *clusterNode, cut bool) error {
+	errs := []error{s.cuts.Cut(ctx, p.name, "*", cut)}
 	for _, n := range s.data {
-		if n.bus != nil {
-			n.bus.uncutAll()
+		if n != p {
+			errs = append(errs, s.cuts.Cut(ctx, n.name, p.name, cut))
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// toxicReplicationCut is the blackhole pauseReplica puts on the primary's peer link.
+// ResetLinks lets every bus relay through everything (the peer links are toxiproxy's,
+// which the backend resets).
+func (s *ClusterSet) ResetLinks(ctx context.Context) error { return s.cuts.UncutAll(ctx) }
+
+// toxicReplicationCut is the blackhole PauseReplicas puts on the primary's peer link.
 const toxicReplicationCut = "fenceline-replication-cut"
 
-// pauseReplica makes the election shard's replica fall behind: the stream its primary
+// PauseReplicas makes the election shard's replica fall behind: the stream its primary
 // sends it is dropped (a blackhole on the primary's peer link, which in a cluster
 // carries nothing else). Stopping the replica (SIGSTOP) would not do: the kernel goes on
 // receiving the stream into its socket, and the replica applies all of it when it
 // continues (measured: 2000 writes sent while it was stopped, the primary killed, none
 // lost).
-func (s *clusterSet) pauseReplica(ctx context.Context) error {
+func (s *ClusterSet) PauseReplicas(ctx context.Context) error {
 	return s.links.AddToxic(ctx, peerProxyName(s.current().name), Toxic{Name: toxicReplicationCut,
 		Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: map[string]any{"timeout": 0}})
 }
 
-// resumeReplicas removes what pauseReplica put on any data node's peer link.
-func (s *clusterSet) resumeReplicas(ctx context.Context) error {
+// ResumeReplicas removes what PauseReplicas put on any data node's peer link.
+func (s *ClusterSet) ResumeReplicas(ctx context.Context) error {
 	var errs []error
 	for _, n := range s.data {
 		errs = append(errs, s.links.RemoveToxics(ctx, peerProxyName(n.name), toxicReplicationCut))
 	}
-	s.resumeAll()
+	s.resumeAll(ctx)
 	return errors.Join(errs...)
 }
 
 // resumeAll continues every data node.
-func (s *clusterSet) resumeAll() {
+func (s *ClusterSet) resumeAll(ctx context.Context) {
 	for _, n := range s.data {
-		if n.srv != nil {
-			_ = n.srv.Resume()
+		if n.proc.Running() {
+			_ = n.proc.Resume(ctx)
 		}
 	}
 }
 
-// restartDead continues every data node and starts every one that is not running.
-func (s *clusterSet) restartDead(ctx context.Context) error {
-	s.resumeAll()
+// StartRedis continues every data node, starts every one that is not running and
+// waits until the cluster settles (ErrUnsettled if it does not within SettleTimeout).
+func (s *ClusterSet) StartRedis(ctx context.Context) error {
+	s.resumeAll(ctx)
 	var errs []error
 	for _, n := range s.data {
-		if n.srv.PID() == 0 {
+		if !n.proc.Running() {
 			n.restarting.Store(true)
-			errs = append(errs, n.srv.Restart(ctx))
+			errs = append(errs, n.proc.Restart(ctx))
 			n.restarting.Store(false)
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return s.waitSettled(ctx, SettleTimeout)
 }
+
+// RedisRole returns data node name's role as it says itself ("master", "slave"), and for
+// a replica the name of the data node it replicates (whose link is up or not).
+func (s *ClusterSet) RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error) {
+	d := s.byName(name)
+	if d == nil {
+		return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
+	}
+	r, m, up, err := role(ctx, d.asDataNode())
+	if p := s.byPeer(m); p != nil {
+		of = p.name
+	}
+	return r, of, up, err
+}
+
+// PrimaryAddr returns the address of the election shard's primary, bypassing every
+// proxy, once the cluster has settled (an error wrapping ErrUnsettled if it does not
+// within SettleTimeout). Every key of the election is in one slot: its primary holds the
+// whole store.
+func (s *ClusterSet) PrimaryAddr(ctx context.Context) (string, error) {
+	if err := s.waitSettled(ctx, SettleTimeout); err != nil {
+		return "", err
+	}
+	return s.current().proc.Addr(), nil
+}
+
+// CurrentAddr is the address of the election shard's primary as last seen.
+func (s *ClusterSet) CurrentAddr() string { return s.current().proc.Addr() }
 
 // nodeArgs creates node id's proxies to every data node and returns the node's
 // arguments that use them: every data node as a seed, by its announced address, and
 // each announced address mapped to the node's own proxy.
-func (s *clusterSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
+func (s *ClusterSet) nodeArgs(ctx context.Context, id string) ([]string, error) {
 	var seeds, amap []string
 	for _, n := range s.data {
-		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, n.name), "127.0.0.1:0", n.srv.Addr())
+		a, err := s.links.CreateProxy(ctx, nodeProxyName(id, n.name), "127.0.0.1:0", n.proc.Addr())
 		if err != nil {
 			return nil, err
 		}
 		seeds = append(seeds, n.peer)
 		amap = append(amap, n.peer+"="+a)
 	}
-	return []string{"--redis-cluster", strings.Join(seeds, ","), "--redis-addr-map", strings.Join(amap, ",")}, nil
+	return ClusterNodeFlags(seeds, amap), nil
+}
+
+// ClusterNodeFlags are a node's arguments for the cluster topology: the seeds (announced
+// addresses) and the address map to the node's own proxies.
+func ClusterNodeFlags(seeds, addrMap []string) []string {
+	return []string{"--redis-cluster", strings.Join(seeds, ","), "--redis-addr-map", strings.Join(addrMap, ",")}
 }
 
 // nodeProxies names node id's proxies (to every data node).
-func (s *clusterSet) nodeProxies(id string) []string {
+func (s *ClusterSet) nodeProxies(id string) []string {
 	var ps []string
 	for _, n := range s.data {
 		ps = append(ps, nodeProxyName(id, n.name))
@@ -613,27 +771,25 @@ func (s *clusterSet) nodeProxies(id string) []string {
 	return ps
 }
 
-// close stops the watchers, kills every data node and closes the relays. It is
-// idempotent.
-func (s *clusterSet) close() {
+// Close stops the watchers and, for a topology started by the local backend, kills
+// every data node and closes the relays. It is idempotent.
+func (s *ClusterSet) Close() {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
 	for _, n := range s.data {
-		if n.srv != nil {
-			n.srv.Kill()
+		if !s.watchOnly {
+			_ = n.proc.Kill(context.Background())
 		}
-		if n.poll != nil {
-			_ = n.poll.Close()
-		}
-		if n.bus != nil {
-			n.bus.close()
-		}
+		_ = n.poll.Close()
+	}
+	if s.local != nil {
+		s.local.close()
 	}
 }
 
 // asDataNode is n as the sentinel topology's helpers (role) take a data node.
 func (n *clusterNode) asDataNode() *dataNode {
-	return &dataNode{Name: n.name, Proc: localRedis{n.srv}, Peer: n.peer}
+	return &dataNode{Name: n.name, Proc: n.proc, Peer: n.peer}
 }

@@ -382,11 +382,18 @@ func role(ctx context.Context, d *dataNode) (r, master string, linkUp bool, err 
 }
 
 // settled checks the topology once: a majority of Sentinels names a primary that says it
-// is one, and every other running data node replicates it over a link that is up.
-func (s *SentinelSet) settled(ctx context.Context) (*dataNode, error) {
+// is one, and every other running data node replicates it over a link that is up. With
+// repair, a replica that follows another replica (a chain) is pointed at the primary.
+func (s *SentinelSet) settled(ctx context.Context, repair bool) (*dataNode, error) {
 	p, err := s.sentinelPrimary(ctx)
 	if err != nil {
 		return nil, err
+	}
+	roles := map[string]string{} // peer address -> role
+	for _, d := range s.data {
+		if r, _, _, err := role(ctx, d); err == nil {
+			roles[d.Peer] = r
+		}
 	}
 	for _, d := range s.data {
 		r, m, up, err := role(ctx, d)
@@ -396,6 +403,8 @@ func (s *SentinelSet) settled(ctx context.Context) (*dataNode, error) {
 		switch {
 		case d == p && r != "master":
 			return nil, fmt.Errorf("the Sentinels' primary %s says it is a %s", d.Name, r)
+		case d != p && r == "slave" && roles[m] == "slave" && repair:
+			return nil, s.repoint(ctx, d, p)
 		case d != p && (r != "slave" || m != p.Peer || !up):
 			return nil, fmt.Errorf("%s is not a connected replica of %s (role %s of %s)", d.Name, p.Name, r, m)
 		}
@@ -404,6 +413,20 @@ func (s *SentinelSet) settled(ctx context.Context) (*dataNode, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// repoint makes replica d follow primary p (REPLICAOF, kept in its config file) and
+// returns why the topology is not settled yet.
+func (s *SentinelSet) repoint(ctx context.Context, d, p *dataNode) error {
+	host, port, err := net.SplitHostPort(p.Peer)
+	if err != nil {
+		return err
+	}
+	if _, err := redisCall(ctx, d.Proc.Addr(), "REPLICAOF", host, port); err != nil {
+		return fmt.Errorf("%s: REPLICAOF %s: %w", d.Name, p.Name, err)
+	}
+	_, _ = redisCall(ctx, d.Proc.Addr(), "CONFIG", "REWRITE")
+	return fmt.Errorf("%s followed a replica; pointed it at %s", d.Name, p.Name)
 }
 
 // sentinelsReady checks that every Sentinel knows the others and sees every replica up:
@@ -448,11 +471,18 @@ func field(v any, key string) string {
 	return ""
 }
 
+// strayGrace is how long a replica may follow another replica before waitSettled points
+// it at the primary, as an operator would. Sentinel learns of replicas only from the
+// primary's INFO, so one chained behind a demoted primary (seen after a switchover that
+// Sentinel aborted and was asked for again) is invisible to it and never reconfigured.
+const strayGrace = 10 * time.Second
+
 // waitSettled waits until the topology is settled, for at most timeout.
 func (s *SentinelSet) waitSettled(ctx context.Context, timeout time.Duration) error {
 	var p *dataNode
+	start := time.Now()
 	err := WaitReady(ctx, "the sentinel topology", timeout, nil, func(ctx context.Context) (err error) {
-		p, err = s.settled(ctx)
+		p, err = s.settled(ctx, time.Since(start) > strayGrace)
 		return err
 	})
 	if err != nil {
@@ -572,12 +602,47 @@ func redisCall(ctx context.Context, addr string, args ...any) (any, error) {
 // SentinelSet). Each of Local's returns an error wrapping ErrTopology on a cluster
 // without replicas.
 
-func (l *Local) replicated() (*SentinelSet, error) {
-	if l.sentinel == nil {
+func (l *Local) replicated() (Replicas, error) {
+	if l.replicas == nil {
 		return nil, fmt.Errorf("%w: no replicas (topology %s)", ErrTopology, l.cfg.Redis.Topology)
 	}
-	return l.sentinel, nil
+	return l.replicas, nil
 }
+
+// Replicas is a running replicated topology, SentinelSet or ClusterSet, whatever the
+// backend: what the Redis faults act on and the final read asks for its primary.
+type Replicas interface {
+	KillPrimary(ctx context.Context) (string, error)
+	Switchover(ctx context.Context) (string, error)
+	CutPrimary(ctx context.Context, toxics ...Toxic) (string, error)
+	UncutPrimary(ctx context.Context, name string, toxics ...string) error
+	PauseReplicas(ctx context.Context) error
+	ResumeReplicas(ctx context.Context) error
+	WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error)
+	Promotions() []Promotion
+	RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error)
+	StartRedis(ctx context.Context) error
+	PrimaryAddr(ctx context.Context) (string, error)
+	CurrentAddr() string
+	// ResetLinks lifts what the topology cuts besides toxiproxy's toxics.
+	ResetLinks(ctx context.Context) error
+	Close()
+}
+
+var (
+	_ localReplicas = (*SentinelSet)(nil)
+	_ localReplicas = (*ClusterSet)(nil)
+)
+
+// localReplicas is Replicas with what the local backend asks of a topology it started.
+type localReplicas interface {
+	Replicas
+	nodeArgs(ctx context.Context, id string) ([]string, error)
+	nodeProxies(id string) []string
+}
+
+// ResetLinks does nothing: every link of the sentinel topology is toxiproxy's.
+func (s *SentinelSet) ResetLinks(context.Context) error { return nil }
 
 // KillPrimary kills the current primary (SIGKILL) and returns its name.
 func (s *SentinelSet) KillPrimary(ctx context.Context) (string, error) {
@@ -697,9 +762,6 @@ func (s *SentinelSet) CurrentAddr() string { return s.current().Proc.Addr() }
 
 // KillPrimary kills the current primary (SIGKILL) and returns its name.
 func (l *Local) KillPrimary(ctx context.Context) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.killPrimary(), nil
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -707,12 +769,9 @@ func (l *Local) KillPrimary(ctx context.Context) (string, error) {
 	return s.KillPrimary(ctx)
 }
 
-// Switchover asks a Sentinel for a planned failover (SENTINEL FAILOVER) and returns the
-// name of the primary it replaces.
+// Switchover asks for a planned failover (SENTINEL FAILOVER, CLUSTER FAILOVER) and
+// returns the name of the primary it replaces.
 func (l *Local) Switchover(ctx context.Context) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.switchover(ctx)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -720,11 +779,9 @@ func (l *Local) Switchover(ctx context.Context) (string, error) {
 	return s.Switchover(ctx)
 }
 
-// CutPrimary adds toxics to the current primary's peer link and returns its name.
+// CutPrimary adds toxics to the current primary's peer link (and, in a cluster, cuts
+// its bus) and returns its name.
 func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error) {
-	if l.rcluster != nil {
-		return l.rcluster.cutPrimary(ctx, toxics...)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", err
@@ -732,11 +789,8 @@ func (l *Local) CutPrimary(ctx context.Context, toxics ...Toxic) (string, error)
 	return s.CutPrimary(ctx, toxics...)
 }
 
-// UncutPrimary removes the named toxics from data node name's peer link.
+// UncutPrimary undoes CutPrimary for data node name.
 func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string) error {
-	if l.rcluster != nil {
-		return l.rcluster.uncutPrimary(ctx, name, toxics...)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return err
@@ -745,11 +799,8 @@ func (l *Local) UncutPrimary(ctx context.Context, name string, toxics ...string)
 }
 
 // PauseReplicas stops every replica (SIGSTOP). In the cluster topology the election
-// primary's stream to its replica is dropped instead (see clusterSet.pauseReplica).
+// primary's stream to its replica is dropped instead (see ClusterSet.PauseReplicas).
 func (l *Local) PauseReplicas(ctx context.Context) error {
-	if l.rcluster != nil {
-		return l.rcluster.pauseReplica(ctx)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return err
@@ -757,11 +808,8 @@ func (l *Local) PauseReplicas(ctx context.Context) error {
 	return s.PauseReplicas(ctx)
 }
 
-// ResumeReplicas continues every data node that PauseReplicas stopped.
+// ResumeReplicas undoes PauseReplicas.
 func (l *Local) ResumeReplicas(ctx context.Context) error {
-	if l.rcluster != nil {
-		return l.rcluster.resumeReplicas(ctx)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return err
@@ -769,12 +817,8 @@ func (l *Local) ResumeReplicas(ctx context.Context) error {
 	return s.ResumeReplicas(ctx)
 }
 
-// WaitPromotion waits for a promotion away from from (see SentinelSet.WaitPromotion;
-// in the cluster topology, one the watcher saw).
+// WaitPromotion waits for a promotion away from from (see SentinelSet.WaitPromotion).
 func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	if l.rcluster != nil {
-		return waitPromotion(ctx, since, from, l.rcluster.promotionSince)
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return Promotion{}, err
@@ -782,30 +826,16 @@ func (l *Local) WaitPromotion(ctx context.Context, since time.Time, from string)
 	return s.WaitPromotion(ctx, since, from)
 }
 
-// Promotions returns every promotion the Sentinels announced so far, in order.
+// Promotions returns every promotion seen so far, in order.
 func (l *Local) Promotions() []Promotion {
-	if l.rcluster != nil {
-		return l.rcluster.promotionList()
-	}
-	if l.sentinel == nil {
+	if l.replicas == nil {
 		return nil
 	}
-	return l.sentinel.Promotions()
+	return l.replicas.Promotions()
 }
 
 // RedisRole returns data node name's role (see SentinelSet.RedisRole).
 func (l *Local) RedisRole(ctx context.Context, name string) (r, of string, linkUp bool, err error) {
-	if c := l.rcluster; c != nil {
-		d := c.byName(name)
-		if d == nil {
-			return "", "", false, fmt.Errorf("%w: data node %q", ErrUnknownNode, name)
-		}
-		r, m, up, err := role(ctx, d.asDataNode())
-		if p := c.byPeer(m); p != nil {
-			of = p.name
-		}
-		return r, of, up, err
-	}
 	s, err := l.replicated()
 	if err != nil {
 		return "", "", false, err

@@ -64,10 +64,12 @@ type Cluster struct {
 	redis, toxiproxy, source *box
 	// postgres is the run's PostgreSQL when the nodes keep the cursor there; else nil.
 	postgres *box
-	// data and sentinels are the sentinel topology's containers (redis is then nil),
-	// sentinel its watcher, toxiIP the toxiproxy container's address (sentinel.go).
+	// data and sentinels are the sentinel topology's containers, data and relay the
+	// cluster topology's (redis is then nil); replicas is the topology's watcher, toxiIP
+	// the toxiproxy container's address (sentinel.go, rediscluster.go).
 	data, sentinels []*box
-	sentinel        *cluster.SentinelSet
+	relay           *box
+	replicas        cluster.Replicas
 	toxiIP          string
 	nodes           map[string]*box
 	ids             []string
@@ -139,12 +141,16 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	c.network = nw.Name
 
-	replicated := cfg.Redis.Topology == cluster.TopologySentinel
+	replicated := cfg.Redis.Topology == cluster.TopologySentinel || cfg.Redis.Topology == cluster.TopologyCluster
 	if replicated {
 		if err := os.MkdirAll(filepath.Join(dir, sentinelDir), 0o755); err != nil {
 			return nil, fmt.Errorf("docker: %w", err)
 		}
-		c.newSentinelBoxes()
+		if cfg.Redis.Topology == cluster.TopologyCluster {
+			c.newClusterBoxes()
+		} else {
+			c.newSentinelBoxes()
+		}
 	} else {
 		c.redis = c.newBox("redis", redisPort, cluster.PingRedis)
 	}
@@ -184,6 +190,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 					return err
 				}
 			}
+			if cfg.Redis.Topology == cluster.TopologyCluster {
+				// Its servers replicate through the toxiproxy container: it must run first.
+				return c.startCluster(ctx)
+			}
 			if replicated {
 				// Its servers announce the toxiproxy container's address: it must run first.
 				return c.startSentinels(ctx)
@@ -209,9 +219,14 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		redisAddr := net.JoinHostPort("toxiproxy", strconv.Itoa(redisProxyBase+i+1))
 		var topoArgs []string
 		if replicated {
-			// The node never dials --redis: its Sentinels tell it where the primary is.
+			// The node never dials --redis: its Sentinels, or the cluster's slots, tell
+			// it where the primary is.
 			redisAddr = "127.0.0.1:1"
-			if topoArgs, err = c.sentinelNodeArgs(ctx, i, id); err != nil {
+			nodeArgs := c.sentinelNodeArgs
+			if cfg.Redis.Topology == cluster.TopologyCluster {
+				nodeArgs = c.clusterNodeArgs
+			}
+			if topoArgs, err = nodeArgs(ctx, i, id); err != nil {
 				return nil, err
 			}
 		}
@@ -254,7 +269,7 @@ func (c *Cluster) labels(role string) map[string]string {
 
 func (c *Cluster) boxes() []*box {
 	var all []*box
-	for _, b := range append([]*box{c.redis, c.toxiproxy, c.source, c.postgres}, append(c.data, c.sentinels...)...) {
+	for _, b := range append([]*box{c.redis, c.toxiproxy, c.source, c.postgres, c.relay}, append(c.data, c.sentinels...)...) {
 		if b != nil {
 			all = append(all, b)
 		}
@@ -659,7 +674,7 @@ func (c *Cluster) FailpointHits(ctx context.Context, id string) (map[string]int6
 // KillRedis implements cluster.Cluster: SIGKILL to the Redis container. Its append-only
 // file stays in the container's writable layer.
 func (c *Cluster) KillRedis(ctx context.Context) error {
-	if c.sentinel != nil {
+	if c.replicas != nil {
 		return fmt.Errorf("%w: %v", cluster.ErrTopology, errNoSingleRedis)
 	}
 	b := c.redis
@@ -675,8 +690,8 @@ func (c *Cluster) KillRedis(ctx context.Context) error {
 // waits until it answers PING (after loading its append-only file). Its published port
 // may change: RedisAddr says where it is now.
 func (c *Cluster) StartRedis(ctx context.Context) error {
-	if c.sentinel != nil {
-		return c.sentinel.StartRedis(ctx)
+	if c.replicas != nil {
+		return c.replicas.StartRedis(ctx)
 	}
 	b := c.redis
 	b.op.Lock()
@@ -690,8 +705,8 @@ func (c *Cluster) StartRedis(ctx context.Context) error {
 // RedisAddr implements cluster.Cluster: Redis's published port on 127.0.0.1, bypassing
 // every proxy. It changes when Redis is restarted.
 func (c *Cluster) RedisAddr() string {
-	if c.sentinel != nil {
-		return c.sentinel.CurrentAddr()
+	if c.replicas != nil {
+		return c.replicas.CurrentAddr()
 	}
 	return c.addr(c.redis)
 }
@@ -724,7 +739,13 @@ func (c *Cluster) RemoveRedisToxics(ctx context.Context, id string, names ...str
 }
 
 // ResetLinks implements cluster.Cluster.
-func (c *Cluster) ResetLinks(ctx context.Context) error { return c.links.ResetLinks(ctx) }
+func (c *Cluster) ResetLinks(ctx context.Context) error {
+	var err error
+	if c.replicas != nil {
+		err = c.replicas.ResetLinks(ctx)
+	}
+	return errors.Join(err, c.links.ResetLinks(ctx))
+}
 
 // Close implements cluster.Cluster: it kills every container of the run, lets the log
 // followers write their last lines, and removes the containers and the network (found
@@ -739,7 +760,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	serr := c.closeSentinels()
+	serr := c.closeReplicas()
 	all := c.boxes()
 	for _, b := range all {
 		if b.id != "" {

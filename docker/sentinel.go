@@ -119,10 +119,11 @@ func (c *Cluster) startSentinels(ctx context.Context) error {
 	for _, b := range c.sentinels {
 		sens = append(sens, redisBox{c, b})
 	}
-	c.sentinel, err = cluster.WatchSentinels(ctx, &c.links, data, sens)
+	set, err := cluster.WatchSentinels(ctx, &c.links, data, sens)
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
+	c.replicas = set
 	return nil
 }
 
@@ -208,13 +209,13 @@ func (c *Cluster) sentinelNodeArgs(ctx context.Context, i int, id string) ([]str
 		"--redis-addr-map", strings.Join(amap, ",")}, nil
 }
 
-// redisProxies are node id's proxies to Redis: one, or (sentinel) one to each data node
-// and Sentinel, so that a partition cuts the node off from all of them.
+// redisProxies are node id's proxies to Redis: one, or (sentinel, cluster) one to each
+// data node and Sentinel, so that a partition cuts the node off from all of them.
 func (c *Cluster) redisProxies(id string) ([]string, error) {
 	if _, err := c.node(id); err != nil {
 		return nil, err
 	}
-	if c.sentinel == nil {
+	if c.replicas == nil {
 		return []string{cluster.RedisProxyName(id)}, nil
 	}
 	var ps []string
@@ -224,14 +225,14 @@ func (c *Cluster) redisProxies(id string) ([]string, error) {
 	return ps, nil
 }
 
-// closeSentinels stops the watchers and records the promotions the run saw, as the local
+// closeReplicas stops the watchers and records the promotions the run saw, as the local
 // backend does (the topology table reads them).
-func (c *Cluster) closeSentinels() error {
-	if c.sentinel == nil {
+func (c *Cluster) closeReplicas() error {
+	if c.replicas == nil {
 		return nil
 	}
-	c.sentinel.Close()
-	return history.WriteJSON(filepath.Join(c.dir, cluster.PromotionsFile), c.sentinel.Promotions())
+	c.replicas.Close()
+	return history.WriteJSON(filepath.Join(c.dir, cluster.PromotionsFile), c.replicas.Promotions())
 }
 
 // redisBox is a data node's or a Sentinel's container as a cluster.RedisProcess.
@@ -277,11 +278,11 @@ func (r redisBox) Resume(ctx context.Context) error { return r.c.freezeBox(ctx, 
 // (redis-failover, redis-switchover, redis-isolate-primary, replication-delay). Each
 // returns an error wrapping cluster.ErrTopology on a cluster without replicas.
 
-func (c *Cluster) replicated() (*cluster.SentinelSet, error) {
-	if c.sentinel == nil {
+func (c *Cluster) replicated() (cluster.Replicas, error) {
+	if c.replicas == nil {
 		return nil, fmt.Errorf("%w: no replicas (topology %s)", cluster.ErrTopology, c.cfg.Redis.Topology)
 	}
-	return c.sentinel, nil
+	return c.replicas, nil
 }
 
 // KillPrimary kills the current primary's container (SIGKILL) and returns its name.
@@ -350,10 +351,10 @@ func (c *Cluster) WaitPromotion(ctx context.Context, since time.Time, from strin
 
 // Promotions returns every promotion the Sentinels announced so far, in order.
 func (c *Cluster) Promotions() []cluster.Promotion {
-	if c.sentinel == nil {
+	if c.replicas == nil {
 		return nil
 	}
-	return c.sentinel.Promotions()
+	return c.replicas.Promotions()
 }
 
 // RedisRole returns data node name's role as it says itself, and for a replica the
@@ -369,10 +370,10 @@ func (c *Cluster) RedisRole(ctx context.Context, name string) (r, of string, lin
 // PrimaryAddr returns the primary's published address once the topology has settled
 // (sentinel), or Redis's: the final read reads from it.
 func (c *Cluster) PrimaryAddr(ctx context.Context) (string, error) {
-	if c.sentinel == nil {
+	if c.replicas == nil {
 		return c.addr(c.redis), nil
 	}
-	return c.sentinel.PrimaryAddr(ctx)
+	return c.replicas.PrimaryAddr(ctx)
 }
 
 var errNoSingleRedis = errors.New("kill Redis (sentinel: use the replicated faults)")

@@ -86,7 +86,6 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		{[]string{"--redis-wait", "1"}, "--redis-wait 1 needs replicas"},
 		{[]string{"--min-replicas-to-write", "1"}, "min-replicas-to-write needs replicas"},
 		{[]string{"--redis-topology", "sentinel", "--min-replicas-to-write", "3"}, "min-replicas-to-write 3"},
-		{[]string{"--redis-topology", "cluster", "--backend", "docker"}, "local backend only"},
 		{[]string{"--redis-topology", "cluster", "--min-replicas-to-write", "2"}, "min-replicas-to-write 2 (0..1 with cluster)"},
 		{[]string{"--nemesis", "redis-restart", "--redis-topology", "cluster"}, "redis-restart restarts the single Redis"},
 	} {

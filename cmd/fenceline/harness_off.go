@@ -22,6 +22,7 @@ var (
 	runShrink     = chaosBuildOnly("shrink")
 	runNodeCheck  = chaosBuildOnly("node-check")
 	runTopologies = chaosBuildOnly("topologies")
+	runBusRelay   = chaosBuildOnly("bus-relay")
 )
 
 // chaosBuildOnly is a harness command in a default build: one line saying which binary

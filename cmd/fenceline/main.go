@@ -44,6 +44,7 @@ func commands() []command {
 		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
 		{"shrink", "search a failing run's schedule for a smaller one that still fails" + chaosOnly, runShrink},
 		{"topologies", "run the reference on each Redis topology and mitigation under each Redis fault, in one table" + chaosOnly, runTopologies},
+		{"bus-relay", "relay a Redis Cluster's bus so that one sender can be cut (the docker backend runs it)" + chaosOnly, runBusRelay},
 	}
 }
 

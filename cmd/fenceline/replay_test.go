@@ -180,14 +180,14 @@ func TestShrinkUsage(t *testing.T) {
 	}
 }
 
-// A replay runs on the stored run's Redis topology and mitigations: a cluster run
-// replayed on the docker backend is refused as the original would be, for its topology,
-// and a replay of a cluster run cannot be given --redis-topology.
+// A replay runs on the stored run's Redis topology and mitigations: a cluster run with a
+// min-replicas-to-write that a cluster cannot have is refused as the original would be,
+// for its topology, and a replay of a cluster run cannot be given --redis-topology.
 func TestReplayKeepsTheTopology(t *testing.T) {
 	dir := t.TempDir()
 	info := history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
 		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
-		Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 1, Wait: 1}}
+		Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}}
 	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestReplayKeepsTheTopology(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--replay", dir}, "--redis-topology cluster runs on the local backend only"},
+		{[]string{"--replay", dir}, "min-replicas-to-write 2 (0..1 with cluster)"},
 		{[]string{"--replay", dir, "--redis-topology", "single"}, "--redis-topology cannot be given"},
 	} {
 		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)

@@ -156,9 +156,6 @@ func (s *Spec) Prepare() error {
 	if err != nil {
 		return err
 	}
-	if s.Redis.Topology == cluster.TopologyCluster && name != "local" {
-		return fmt.Errorf("--redis-topology %s runs on the local backend only (not yet on %s)", s.Redis.Topology, name)
-	}
 	if s.Store == "postgres" && name == "local" {
 		// The docker backend runs the image fenceline-postgres:dev instead ('make images
 		// STORE=postgres'); a missing image fails its start with that hint.
