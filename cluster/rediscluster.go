@@ -246,7 +246,7 @@ func WatchCluster(ctx context.Context, links *Links, cuts BusCuts, nodes []Clust
 func (s *ClusterSet) newNode(n ClusterNode, i int) *clusterNode {
 	proc := n.Proc
 	return &clusterNode{name: n.Name, peer: n.Peer, bus: n.Bus, proc: proc, shard: i % clusterShards,
-		poll: redis.NewClient(&redis.Options{Addr: n.Peer, MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+		poll: redis.NewClient(&redis.Options{Addr: n.Peer, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond,
 			ContextTimeoutEnabled: true, PoolSize: 2, Protocol: 2,
 			Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				var d net.Dialer

@@ -78,7 +78,7 @@ func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Param
 		return "SIGKILL of the primary " + f.old, err
 	case RedisSwitchover:
 		f.old, err = r.Switchover(ctx)
-		return "SENTINEL FAILOVER of the primary " + f.old, err
+		return "planned failover (SENTINEL FAILOVER or CLUSTER FAILOVER) of the primary " + f.old, err
 	case RedisIsolatePrimary:
 		// A blackhole, not a reset: the Sentinels must see silence, as from a primary
 		// behind a broken switch, and the replicas keep a link that carries nothing.
@@ -86,7 +86,7 @@ func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Param
 		f.old, err = r.CutPrimary(ctx,
 			cluster.Toxic{Name: toxicIsolateUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
 			cluster.Toxic{Name: toxicIsolateDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs})
-		return "primary " + f.old + " cut off from its replicas and the Sentinels; the nodes still reach it", err
+		return "primary " + f.old + " cut off from its replicas and the Sentinels (or the cluster bus); the nodes still reach it", err
 	case ReplicationDelay:
 		// The replicas stop applying the stream while the primary goes on acknowledging
 		// writes; the primary dies while they lag; they resume and one is promoted
