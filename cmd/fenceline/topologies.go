@@ -27,6 +27,7 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Markdown, "md", "", "file that receives the table (default OUT/"+topomatrix.Markdown+")")
 	fs.StringVar(&cfg.Binary, "binary", "", "fenceline binary to run as nodes (default: this executable)")
 	fs.IntVar(&cfg.Parallel, "parallel", 1, "runs at once")
+	fs.StringVar(&cfg.Backend, "backend", "local", "where the runs run: local (processes) or docker (containers; 'make images' first)")
 	only := fs.String("only", "", "run only the rows whose name (topology-mitigation-fault) contains this")
 	topology := fs.String("topology", "", "run only the rows of this topology ("+strings.Join(cluster.Topologies(), ", ")+")")
 	fs.Usage = func() {
@@ -35,6 +36,10 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if cfg.Backend != "local" && cfg.Backend != "docker" {
+		fmt.Fprintf(stderr, "fenceline topologies: unknown --backend %q (local, docker)\n", cfg.Backend)
+		return exitUsage
 	}
 	if *topology != "" && !slices.Contains(cluster.Topologies(), *topology) {
 		fmt.Fprintf(stderr, "fenceline topologies: unknown --topology %q (%s)\n", *topology, strings.Join(cluster.Topologies(), ", "))
@@ -51,6 +56,9 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Merge, cfg.Only = *only != "" || *topology != "", *only
 	cfg.Command = "fenceline topologies"
+	if cfg.Backend != "local" {
+		cfg.Command += " --backend " + cfg.Backend
+	}
 	if *topology != "" {
 		cfg.Command += " --topology " + *topology
 	}

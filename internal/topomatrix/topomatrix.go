@@ -96,6 +96,7 @@ type Config struct {
 	// "fenceline topologies --seeds K --duration D"); Only, the --only it was given.
 	Command, Only string
 	Binary        string // the fenceline binary the nodes run ("" = this one)
+	Backend       string // "local" (default) or "docker"
 	Parallel      int    // runs at once (default 1)
 	Cells         []Cell // default Cells()
 }
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		for seed := int64(1); seed <= int64(cfg.Seeds); seed++ {
 			s := chaosrun.Spec{
 				Cmd: "topologies", Duration: cfg.Duration, Nodes: 3, Nemeses: []string{c.Fault}, Seed: seed,
-				Workload: wl, Backend: "local", LeaseTTL: 2 * time.Second, Variant: "reference",
+				Workload: wl, Backend: cmp.Or(cfg.Backend, "local"), LeaseTTL: 2 * time.Second, Variant: "reference",
 				Out:    filepath.Join(cfg.Out, "runs", CellName(c)),
 				Binary: cfg.Binary, Quiet: true,
 				Redis:     cluster.RedisSpec{Topology: c.Topology, MinReplicasToWrite: c.Mitigation.MinReplicas, MinReplicasMaxLag: 1},
