@@ -137,11 +137,13 @@ targets: check-deps build
 # each mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once,
 # and writes the table to reports/topologies.md (the runs stay in reports/topologies/).
 # TOPOLOGY=cluster runs that topology's rows alone and merges them into the table.
+# BACKEND=docker runs them on containers, into reports/topologies-docker(.md).
 PARALLEL ?= 1
 TOPOLOGY ?=
-topologies: check-deps build
-	$(CHAOS_BIN) topologies --seeds $(SEEDS) --duration $(DURATION) --parallel $(PARALLEL) \
-	  $(if $(TOPOLOGY),--topology $(TOPOLOGY)) --out reports/topologies --md reports/topologies.md
+TOPO_OUT = reports/topologies$(if $(filter docker,$(BACKEND)),-docker)
+topologies: check-deps build $(if $(filter docker,$(BACKEND)),images)
+	$(CHAOS_BIN) topologies --seeds $(SEEDS) --duration $(DURATION) --parallel $(PARALLEL) --backend $(BACKEND) \
+	  $(if $(TOPOLOGY),--topology $(TOPOLOGY)) --out $(TOPO_OUT) --md $(TOPO_OUT).md
 
 clean:
 	rm -rf $(BIN) docker/build

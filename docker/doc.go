@@ -41,7 +41,10 @@
 // through toxiproxy (see sentinel.go): a peer proxy per data node, which replicas and
 // Sentinels use and which it announces, and per node a proxy to every data node and
 // Sentinel, mapped with --redis-addr-map. Their config files and append-only files are
-// in the run directory's redis/<name>, mounted at /conf.
+// in the run directory's redis/<name>, mounted at /conf. With the cluster topology, Redis
+// is data nodes r1..r6 and a relay container (alias bus-relay) whose address they
+// announce, which forwards their client ports to their peer proxies and their cluster
+// bus to them, cut per sender (see rediscluster.go).
 //
 // The run directory receives the same files as with the local backend:
 // history/<node>.jsonl is written by the node itself through a bind mount (the node runs
@@ -66,7 +69,8 @@
 //   - The sentinel topology's faults: KillPrimary is SIGKILL of the primary's container,
 //     PauseReplicas `docker pause` of the replicas, CutPrimary toxics on its peer proxy;
 //     promotions are watched and the topology's settling judged by cluster.SentinelSet,
-//     as on the local backend.
+//     as on the local backend. The cluster topology's are those of cluster.ClusterSet on
+//     these containers, CutPrimary cutting the bus through the relay container's API.
 //   - Partitions, delays and clock faults go through toxiproxy and the control endpoint
 //     exactly as with the local backend.
 //
