@@ -48,9 +48,21 @@ func explainsOverlap(f *fault, node string) bool {
 	return false
 }
 
+// maxClockJump bounds how far a clock fault moves a node's clock: nemesis.ClockSkew jumps
+// it by LeaseTTL × (1 + magnitude), magnitude at most 1 (a test there holds the two
+// together).
+func maxClockJump(ttl time.Duration) time.Duration { return 2 * ttl }
+
+// MaxClockJump is maxClockJump, for that test.
+func MaxClockJump(ttl time.Duration) time.Duration { return maxClockJump(ttl) }
+
 // leaseExclusion judges the overlaps ov (see CheckLeaseExclusion). An overlap is
 // explained when it starts while an explaining fault is open, or within one lease TTL
-// of its heal (a clock healed mid-lease still ran the deadline it had armed).
+// of its heal (a clock healed mid-lease still ran the deadline it had armed), and for a
+// clock fault also the jump the heal made: a clock that ran ahead and is set back at the
+// heal pushes the deadline armed before it back by as much (seen in CI: a leader that
+// renewed just before such a heal stepped down 93 ms after the other node acquired,
+// 1 TTL after the heal).
 func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	cr := CheckResult{Name: CheckLeaseExclusion, Verdict: Valid}
 	ttl := p.run.Info.LeaseTTL
@@ -110,7 +122,11 @@ func (p *parsed) overlapExplained(o Overlap, ttl time.Duration) bool {
 		if healed == 0 {
 			healed = p.runEnd()
 		}
-		if f.inject <= o.Start && o.Start <= healed+int64(ttl) {
+		window := ttl
+		if f.kind == "clock" {
+			window += maxClockJump(ttl)
+		}
+		if f.inject <= o.Start && o.Start <= healed+int64(window) {
 			return true
 		}
 	}

@@ -149,3 +149,47 @@ func TestLeaseExclusionStall(t *testing.T) {
 		t.Errorf("a busy late step-down: %+v, want invalid", c)
 	}
 }
+
+// A clock fault healed before the other node acquired still explains the overlap while
+// the heal's jump back can have pushed the earlier leader's deadline (up to a lease plus
+// the largest jump after the heal), and no longer after that.
+func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
+	run := func(sinceHeal time.Duration) CheckResult {
+		s := newSim(simConfig{Seed: 1})
+		s.token = s.acquire(0)
+		s.cursor, _ = s.load(0)
+		s.some(20)
+		id := s.injectFault("clock", "n1")
+		s.adv(100 * time.Millisecond)
+		s.healFault(id)
+		s.adv(sinceHeal)
+		s.leader = 1
+		s.token = s.acquire(1)
+		acquired := s.now
+		s.cursor, _ = s.load(1)
+		s.some(5)
+		for s.now < acquired+int64(250*time.Millisecond) { // n1 still acts as leader
+			s.adv(50 * time.Millisecond)
+			i := s.commitInvoke(0, 1, 0)
+			s.adv(s.lat())
+			s.finishCommit(i, s.apply(i))
+		}
+		s.now = acquired + int64(300*time.Millisecond)
+		s.stepDown(0, 1, "lease-expired")
+		s.some(5)
+		s.stepDown(1, 2, "shutdown")
+		s.adv(time.Millisecond)
+		res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *res.Check(CheckLeaseExclusion)
+	}
+	ttl := newSim(simConfig{Seed: 1}).cfg.LeaseTTL
+	if c := run(ttl + ttl/2); c.Verdict != Valid || c.Stats["explained"] != 1 {
+		t.Errorf("an overlap 1.5 leases after a clock heal: %+v, want valid, explained by the clock", c)
+	}
+	if c := run(ttl + maxClockJump(ttl) + ttl/2); c.Verdict != Invalid {
+		t.Errorf("an overlap %v after a clock heal: %+v, want invalid", ttl+maxClockJump(ttl)+ttl/2, c)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/harness"
@@ -256,4 +257,20 @@ func redisPing(c cluster.Cluster) error {
 	rc := election.NewClient(c.RedisAddr())
 	defer rc.Close()
 	return rc.Ping(context.Background()).Err()
+}
+
+// The checker explains a leadership overlap after a clock fault's heal by at most
+// checker.MaxClockJump of jump: no clock fault may jump further.
+func TestClockSkewWithinCheckerBound(t *testing.T) {
+	for v := range 3 {
+		for _, m := range []float64{0, 0.5, 0.999999} {
+			off, _ := nemesis.ClockSkew(nemesis.Params{LeaseTTL: 2 * time.Second, Magnitude: m, Variant: v})
+			if off < 0 {
+				off = -off
+			}
+			if off > checker.MaxClockJump(2*time.Second) {
+				t.Errorf("variant %d magnitude %g: jump %v beyond the checker's %v", v, m, off, checker.MaxClockJump(2*time.Second))
+			}
+		}
+	}
 }
