@@ -395,6 +395,9 @@ func TestChaosRunValid(t *testing.T) {
 	}
 	for _, c := range res.Checks {
 		t.Logf("%-20s %-8s %s", c.Name, c.Verdict, c.Message)
+		for _, o := range c.Offending {
+			t.Logf("    %s", o)
+		}
 	}
 	kinds := map[string]bool{}
 	for _, f := range run.Faults {
@@ -402,7 +405,7 @@ func TestChaosRunValid(t *testing.T) {
 	}
 	t.Logf("fault kinds injected: %d, leader changes: %d", len(kinds), res.LeaderChanges)
 	if res.Verdict != checker.Valid {
-		t.Fatalf("verdict %s, want valid (run kept in %s)", res.Verdict, cfg.Dir)
+		t.Fatalf("verdict %s, want valid", res.Verdict)
 	}
 	logs, _ := filepath.Glob(filepath.Join(cfg.Dir, history.LogsDir, "*.log"))
 	if len(logs) < 6 {
