@@ -127,11 +127,7 @@ func ClusterNodeArgs(spec RedisSpec, busPort int, announceIP, announcePort, anno
 		"--repl-diskless-sync-delay", "0",
 		"--repl-timeout", "10",
 	}
-	if spec.MinReplicasToWrite > 0 {
-		args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
-			"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
-	}
-	return args
+	return append(args, spec.minReplicasArgs()...)
 }
 
 // ClusterDataNodes is the number of data nodes of the cluster topology.

@@ -141,11 +141,17 @@ func DataNodeArgs(spec RedisSpec, announceIP, announcePort string) []string {
 		"--repl-diskless-sync-delay", "0",
 		"--repl-timeout", "10",
 	}
-	if spec.MinReplicasToWrite > 0 {
-		args = append(args, "--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
-			"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1)))
+	return append(args, spec.minReplicasArgs()...)
+}
+
+// minReplicasArgs are a data node's min-replicas settings (none unless
+// MinReplicasToWrite is set; the lag at least 1 s).
+func (spec RedisSpec) minReplicasArgs() []string {
+	if spec.MinReplicasToWrite <= 0 {
+		return nil
 	}
-	return args
+	return []string{"--min-replicas-to-write", strconv.Itoa(spec.MinReplicasToWrite),
+		"--min-replicas-max-lag", strconv.Itoa(max(spec.MinReplicasMaxLag, 1))}
 }
 
 // localRedis is a redisserver.Server as a RedisProcess.
