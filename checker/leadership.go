@@ -260,7 +260,7 @@ func overlapCheck(p *parsed, ov []Overlap, nterms int) CheckResult {
 	if len(ov) > len(lines) {
 		lines = append(lines, fmt.Sprintf("… and %d more", len(ov)-len(lines)))
 	}
-	cr.Message = fmt.Sprintf("%d overlaps of leadership over %d terms, %v in all, longest %v (measured, not judged: the fence is what makes them harmless)",
+	cr.Message = fmt.Sprintf("%d overlaps of leadership over %d terms, %v in all, longest %v (listed here; lease-exclusion judges each)",
 		len(ov), nterms, total.Round(time.Millisecond), longest.Round(time.Millisecond))
 	if len(ov) >= maxOverlaps {
 		cr.Message += fmt.Sprintf(" (listing stopped at %d)", maxOverlaps)

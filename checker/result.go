@@ -51,7 +51,7 @@ type Result struct {
 	// Windows lists every failover window, in time order, for a timeline.
 	Windows []Window `json:"windows"`
 	// Overlaps lists the intervals in which two nodes each believed they were leader.
-	// They are measured, not judged: fencing exists because they happen.
+	// The lease-exclusion check judges them (a pause or a clock fault may explain one).
 	Overlaps []Overlap `json:"overlaps"`
 	// Terms lists every leadership term (one per acquired token), in start order.
 	Terms []Term `json:"terms"`

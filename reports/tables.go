@@ -321,7 +321,7 @@ func (v *view) overlapsTable() table {
 		total += o.Duration
 	}
 	t := table{ID: "overlaps", Title: "Largest leadership overlaps",
-		Intro: fmt.Sprintf("%d intervals in which two nodes each believed they led, %s in all. Measured, not judged: the fence is what makes them harmless.",
+		Intro: fmt.Sprintf("%d intervals in which two nodes each believed they led, %s in all. The lease-exclusion check judges each: a pause or clock fault of the first leader, the drift margin or a stall the harness did not inject must explain it.",
 			len(v.res.Overlaps), dur(total)),
 		Header: []string{"#", "duration", "from", "to", "first leader", "second leader"},
 		Right:  []bool{true, true, true, true, false, false},
