@@ -79,15 +79,20 @@ func TestSentinelFailover(t *testing.T) {
 	}
 }
 
-// TestSentinelDoesNotComeUp: data nodes and Sentinels that exit at start (an image that
-// is no Redis) end the run incomplete — `fenceline chaos` says unknown, exit 3 — with
-// the reason, and every container and the network are removed.
-func TestSentinelDoesNotComeUp(t *testing.T) {
+// TestSentinelDoesNotComeUp, TestClusterDoesNotComeUp: data nodes (and Sentinels) that
+// exit at start (an image that is no Redis) end the run incomplete — `fenceline chaos`
+// says unknown, exit 3 — with the reason, and every container (the cluster's relay
+// included) and the network are removed.
+func TestSentinelDoesNotComeUp(t *testing.T) { replicasDoNotComeUp(t, cluster.TopologySentinel) }
+
+func TestClusterDoesNotComeUp(t *testing.T) { replicasDoNotComeUp(t, cluster.TopologyCluster) }
+
+func replicasDoNotComeUp(t *testing.T, topology string) {
 	images(t)
 	var ids []string
 	cfg := harnessConfig(t, 5*time.Second, 3, &ids)
 	cfg.Nodes, cfg.Nemeses = 2, nil
-	cfg.Redis = cluster.RedisSpec{Topology: cluster.TopologySentinel}
+	cfg.Redis = cluster.RedisSpec{Topology: topology}
 	cfg.Start = func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
 		id := runID()
 		ids = append(ids, id)
