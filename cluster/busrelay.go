@@ -3,12 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -277,20 +275,5 @@ func (r RemoteRelays) Cut(ctx context.Context, to, from string, cut bool) error 
 func (r RemoteRelays) UncutAll(ctx context.Context) error { return r.post(ctx, "/uncut-all") }
 
 func (r RemoteRelays) post(ctx context.Context, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cluster: bus relays: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("cluster: bus relays: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	return nil
+	return controlRequest(ctx, "bus relays", 5*time.Second, http.MethodPost, r.URL+path, "")
 }

@@ -55,7 +55,13 @@ func FailpointHits(ctx context.Context, control string) (map[string]int64, error
 }
 
 func failpointRequest(ctx context.Context, method, url, body string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	return controlRequest(ctx, "failpoint", 2*time.Second, method, url, body)
+}
+
+// controlRequest sends one request to a control API of the harness (a node's control
+// endpoint, the bus relays) and wants 200; what names the API in errors.
+func controlRequest(ctx context.Context, what string, timeout time.Duration, method, url, body string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
@@ -63,12 +69,12 @@ func failpointRequest(ctx context.Context, method, url, body string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("cluster: failpoint: %w", err)
+		return fmt.Errorf("cluster: %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("cluster: failpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("cluster: %s: %s: %s", what, resp.Status, strings.TrimSpace(string(b)))
 	}
 	return nil
 }
