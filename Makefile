@@ -64,7 +64,7 @@ lint:
 test: check-test-deps lint
 	$(GO) test -tags $(CHAOS_TAGS) -race -timeout 25m ./...
 	@# The default build too, where it differs: its commands and its node refuse chaos.
-	$(GO) test -race -timeout 10m ./cmd/fenceline/ ./internal/node/ ./workloads/ ./internal/failpoint/
+	$(GO) test -race -timeout 10m ./cmd/fenceline/ ./node/ ./workloads/ ./internal/failpoint/
 
 bench: check-deps
 	$(GO) test -tags $(CHAOS_TAGS) -run '^$$' -bench . -benchtime 1x -timeout 30m ./...

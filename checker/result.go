@@ -1,6 +1,10 @@
 package checker
 
-import "time"
+import (
+	"time"
+
+	"github.com/fenceline/fenceline/internal/exitcode"
+)
 
 // Verdict is the outcome of one check or of a whole run.
 type Verdict string
@@ -16,6 +20,18 @@ const (
 	// Combine leaves it out.
 	NotApplicable Verdict = "not-applicable"
 )
+
+// ExitCode is the exit code of a verdict: exitcode.OK for Valid, exitcode.Invalid for
+// Invalid, exitcode.Unknown for anything else.
+func (v Verdict) ExitCode() int {
+	switch v {
+	case Valid:
+		return exitcode.OK
+	case Invalid:
+		return exitcode.Invalid
+	}
+	return exitcode.Unknown
+}
 
 // Combine returns the combination of verdicts: any Invalid gives Invalid, else any
 // Unknown gives Unknown, else Valid. NotApplicable counts for nothing. No verdicts at

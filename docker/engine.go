@@ -40,9 +40,9 @@ func setup() {
 	})
 }
 
-// connect returns a client of the engine that DOCKER_HOST (or the default socket) names,
+// Connect returns a client of the engine that DOCKER_HOST (or the default socket) names,
 // after checking that it answers.
-func connect(ctx context.Context) (*client.Client, error) {
+func Connect(ctx context.Context) (*client.Client, error) {
 	setup()
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
@@ -59,7 +59,7 @@ func connect(ctx context.Context) (*client.Client, error) {
 
 // EngineAvailable reports whether a Docker engine answers (for --backend auto).
 func EngineAvailable(ctx context.Context) bool {
-	cli, err := connect(ctx)
+	cli, err := Connect(ctx)
 	if err != nil {
 		return false
 	}

@@ -119,7 +119,7 @@ func BuildImages(ctx context.Context, opts BuildOptions) ([]ImageResult, error) 
 		}
 		opts.RedisServer = p
 	}
-	cli, err := connect(ctx)
+	cli, err := Connect(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
-	"github.com/fenceline/fenceline/internal/skewclock"
+	"github.com/fenceline/fenceline/node/skewclock"
 )
 
 // Generous bounds: the machine has two shared, noisy cores and tests run with -race.

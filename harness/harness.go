@@ -15,10 +15,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/node"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -38,13 +39,13 @@ type Config struct {
 	// Workload is what the nodes do.
 	Workload workloads.Workload
 	// Node are the options each node starts with (lease TTL, variant...).
-	Node cluster.NodeOptions
+	Node backend.NodeOptions
 	// Redis is how Redis runs. Default: one server.
-	Redis cluster.RedisSpec
+	Redis backend.RedisSpec
 	// Backend names the backend in the run's record ("local", "docker").
 	Backend string
 	// Start starts the cluster's backend.
-	Start func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error)
+	Start func(ctx context.Context, spec backend.Spec) (backend.Backend, error)
 	// WarmupTimeout bounds the wait for the first commit. Default 30s.
 	WarmupTimeout time.Duration
 	// RecoveryTimeout bounds the wait for a commit after the final heal. Default
@@ -88,7 +89,7 @@ func (c *Config) defaults() error {
 		c.Duration = 60 * time.Second
 	}
 	if c.Nodes == 0 {
-		c.Nodes = cluster.DefaultNodes
+		c.Nodes = backend.DefaultNodes
 	}
 	if c.Node.LeaseTTL == 0 {
 		c.Node.LeaseTTL = 2 * time.Second
@@ -175,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 	info := history.RunInfo{
-		Seed: cfg.Seed, Nodes: cluster.NodeIDs(cfg.Nodes), Workload: cfg.Workload.Name,
+		Seed: cfg.Seed, Nodes: backend.NodeIDs(cfg.Nodes), Workload: cfg.Workload.Name,
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
 		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
@@ -183,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,
 		SourceRate: cfg.Workload.SourceRate,
 		Redis: &history.RedisSetup{
-			Topology: cmp.Or(cfg.Redis.Topology, cluster.TopologySingle), Wait: cfg.Node.RedisWait,
+			Topology: cmp.Or(cfg.Redis.Topology, backend.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
 		},
 	}
@@ -243,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 
 	r.log.Info("cluster-starting", slog.Int("nodes", cfg.Nodes), slog.String("backend", cfg.Backend))
-	c, err := cfg.Start(ctx, cluster.Spec{
+	c, err := cfg.Start(ctx, backend.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
 		SourceBacklog: cfg.StartCursor,
@@ -287,10 +288,10 @@ func causeOf(ctx context.Context, err error) error {
 
 // Cluster is the cluster as the harness sees it: what the faults act on, the nodes'
 // status, Redis's address bypassing every proxy, and Close. Config.Start returns a
-// backend's cluster.Cluster, of which the harness uses only this.
+// backend's backend.Backend, of which the harness uses only this.
 type Cluster interface {
 	nemesis.Cluster
-	NodeStatus(ctx context.Context, id string) (cluster.NodeStatus, error)
+	NodeStatus(ctx context.Context, id string) (node.Status, error)
 	RedisAddr() string
 	Close(ctx context.Context) error
 }
@@ -406,7 +407,7 @@ func (r *runner) resolve(ctx context.Context, t nemesis.Target) string {
 	if !t.Leader && t.Node >= 1 && t.Node <= len(ids) {
 		return ids[t.Node-1]
 	}
-	if id, _, ok := cluster.Leader(ctx, r.c); ok {
+	if id, _, ok := backend.Leader(ctx, r.c); ok {
 		return id
 	}
 	for _, id := range ids {

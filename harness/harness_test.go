@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -35,9 +36,9 @@ func config(t *testing.T, bin string, d time.Duration, seed int64) harness.Confi
 	return harness.Config{
 		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: nemesis.All,
 		Workload: wl, Backend: "local",
-		Node: cluster.NodeOptions{LeaseTTL: time.Second},
-		Start: func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
-			return cluster.StartLocal(ctx, cluster.LocalConfig{Spec: spec, Binary: bin})
+		Node: backend.NodeOptions{LeaseTTL: time.Second},
+		Start: func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
+			return proc.Start(ctx, proc.Config{Spec: spec, Binary: bin})
 		},
 	}
 }
@@ -163,7 +164,7 @@ func TestClusterNodeDoesNotStart(t *testing.T) {
 	t.Parallel()
 	cfg := config(t, testbin.Fenceline(t), time.Second, 1)
 	cfg.Nemeses = nil
-	cfg.Redis = cluster.RedisSpec{Topology: cluster.TopologyCluster}
+	cfg.Redis = backend.RedisSpec{Topology: backend.TopologyCluster}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "redis", "r5"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -124,7 +124,7 @@ func (m *monitor) probe() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.interval+500*time.Millisecond)
 	defer cancel()
 	sent := time.Now()
-	up := cluster.PingRedis(ctx, m.r.c.RedisAddr()) == nil
+	up := backend.PingRedis(ctx, m.r.c.RedisAddr()) == nil
 	m.mu.Lock()
 	switch {
 	case up && m.redisFault && m.healed:

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -27,7 +27,7 @@ func TestRedisOutageNotInjected(t *testing.T) {
 	cfg.Nemeses = nil
 	start := cfg.Start
 	addr := make(chan string, 1)
-	cfg.Start = func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+	cfg.Start = func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
 		c, err := start(ctx, spec)
 		if err == nil {
 			addr <- c.RedisAddr()

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/node"
 )
 
 // slowHealCluster is a cluster of one node whose restart takes c.slow: a heal that
@@ -29,8 +29,8 @@ func (c *slowHealCluster) Running(string) bool {
 	defer c.mu.Unlock()
 	return len(c.stops) == len(c.starts)
 }
-func (c *slowHealCluster) NodeStatus(context.Context, string) (cluster.NodeStatus, error) {
-	return cluster.NodeStatus{}, nil
+func (c *slowHealCluster) NodeStatus(context.Context, string) (node.Status, error) {
+	return node.Status{}, nil
 }
 
 func (c *slowHealCluster) StopNode(context.Context, string) error {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -20,12 +20,12 @@ import (
 // tampering is a cluster whose store is altered behind the nodes' backs once the last
 // node has stopped: the final read then sees a store that disagrees with the layout.
 type tampering struct {
-	cluster.Cluster
+	backend.Backend
 	tamper func(addr string)
 }
 
 func (c tampering) StopNode(ctx context.Context, id string) error {
-	err := c.Cluster.StopNode(ctx, id)
+	err := c.Backend.StopNode(ctx, id)
 	nodes := c.Nodes()
 	if id == nodes[len(nodes)-1] {
 		c.tamper(c.RedisAddr())
@@ -40,12 +40,12 @@ func TestTamperedStoreIsNotJudgedValid(t *testing.T) {
 	cfg := config(t, testbin.Fenceline(t), 3*time.Second, 1)
 	cfg.Nemeses = nil
 	start := cfg.Start
-	cfg.Start = func(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+	cfg.Start = func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
 		c, err := start(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
-		return tampering{Cluster: c, tamper: func(addr string) {
+		return tampering{Backend: c, tamper: func(addr string) {
 			rc := redis.NewClient(&redis.Options{Addr: addr})
 			defer rc.Close()
 			if err := rc.HDel(context.Background(), "{fenceline}:cursor", "token").Err(); err != nil {

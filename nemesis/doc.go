@@ -3,7 +3,7 @@
 // One small type per fault kind, each able to inject and to heal, acting on a Cluster —
 // the small interface this package defines for what the faults need (processes, clocks,
 // the links to Redis, Redis's process, the nodes' failpoints; ctx on every call), which every backend's
-// cluster.Cluster satisfies — so that every fault runs unchanged on every backend. A Schedule of
+// backend.Backend satisfies — so that every fault runs unchanged on every backend. A Schedule of
 // faults is generated from a seed: the same seed and options give the same schedule
 // (which node is the leader when a fault fires is up to the run, so the resolved target
 // is not part of the schedule, only the rule "leader" or "node k"). The failpoint

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/internal/failpoint"
 )
 
@@ -109,7 +109,7 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 			did = append(did, what)
 		}
 		lat := p.LeaseTTL * 5 / 4
-		t := cluster.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
+		t := backend.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
 			Attributes: map[string]any{"latency": lat.Milliseconds(), "jitter": 0}}
 		if err := c.AddRedisToxic(ctx, target, t); err != nil {
 			return strings.Join(did, ", "), fmt.Errorf("nemesis: %w", err)

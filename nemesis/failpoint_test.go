@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -50,7 +50,7 @@ func TestFailpointFaults(t *testing.T) {
 // A failpoint the node does not know is refused with the node's reason.
 func TestArmUnknownFailpoint(t *testing.T) {
 	c := startCluster(t, 1, false)
-	err := c.ArmFailpoint(context.Background(), cluster.NodeIDs(1)[0], "election/nope", "block")
+	err := c.ArmFailpoint(context.Background(), backend.NodeIDs(1)[0], "election/nope", "block")
 	if err == nil || !strings.Contains(err.Error(), "unknown failpoint") {
 		t.Fatalf("arming an unknown failpoint: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
 )
 
@@ -46,7 +46,7 @@ type Fault interface {
 }
 
 // Cluster is the cluster as the faults see it, defined here by its users: each fault
-// uses one of its parts. A cluster.Cluster is one. Every call that reaches a process or
+// uses one of its parts. A backend.Backend is one. Every call that reaches a process or
 // the network takes ctx.
 type Cluster interface {
 	Processes
@@ -75,7 +75,7 @@ type Clocks interface {
 
 // Links change a node's network link to Redis (partitions, delay).
 type Links interface {
-	AddRedisToxic(ctx context.Context, id string, t cluster.Toxic) error
+	AddRedisToxic(ctx context.Context, id string, t backend.Toxic) error
 	RemoveRedisToxics(ctx context.Context, id string, names ...string) error
 	ResetLinks(ctx context.Context) error
 }

@@ -9,8 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
@@ -29,25 +30,25 @@ const lease = time.Second
 // Generous bounds: the machine is small and shared, and other tests run alongside.
 const electTimeout = 10 * time.Second
 
-func startCluster(t *testing.T, nodes int, volatile bool) *cluster.Local {
+func startCluster(t *testing.T, nodes int, volatile bool) *proc.Backend {
 	t.Helper()
-	c := cluster.StartLocalT(t, cluster.Spec{
+	c := proc.StartT(t, backend.Spec{
 		Nodes: nodes, NoPersistence: volatile, SourceRate: 200,
-		Node: cluster.NodeOptions{LeaseTTL: lease, Batch: 10},
+		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 10},
 	})
 	return c
 }
 
-func leader(t *testing.T, c cluster.Cluster, minToken int64, exclude ...string) (string, int64) {
+func leader(t *testing.T, c backend.Backend, minToken int64, exclude ...string) (string, int64) {
 	t.Helper()
-	id, tok, err := cluster.WaitLeader(context.Background(), c, minToken, electTimeout, exclude...)
+	id, tok, err := backend.WaitLeader(context.Background(), c, minToken, electTimeout, exclude...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id, tok
 }
 
-func inject(t *testing.T, c cluster.Cluster, kind, target string, p nemesis.Params) nemesis.Fault {
+func inject(t *testing.T, c backend.Backend, kind, target string, p nemesis.Params) nemesis.Fault {
 	t.Helper()
 	f, err := nemesis.ByKind(kind)
 	if err != nil {
@@ -60,7 +61,7 @@ func inject(t *testing.T, c cluster.Cluster, kind, target string, p nemesis.Para
 	return f
 }
 
-func heal(t *testing.T, c cluster.Cluster, f nemesis.Fault, target string) {
+func heal(t *testing.T, c backend.Backend, f nemesis.Fault, target string) {
 	t.Helper()
 	if _, err := f.Heal(context.Background(), c, target); err != nil {
 		t.Fatalf("heal %s on %s: %v", f.Kind(), target, err)
@@ -79,7 +80,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-func role(c cluster.Cluster, id string) string {
+func role(c backend.Backend, id string) string {
 	st, err := c.NodeStatus(context.Background(), id)
 	if err != nil {
 		return "unreachable"
@@ -114,7 +115,7 @@ func TestProcessFaults(t *testing.T) {
 				t.Fatalf("%s healed but %s not running", kind, old)
 			}
 			eventually(t, electTimeout, old+" back as follower", func() bool { return role(c, old) == "follower" })
-			if id, tok2, ok := cluster.Leader(context.Background(), c); !ok || tok2 < newTok || id == old && tok2 == tok {
+			if id, tok2, ok := backend.Leader(context.Background(), c); !ok || tok2 < newTok || id == old && tok2 == tok {
 				t.Fatalf("after heal: leader %s token %d (ok %v), want the new term (>= %d)", id, tok2, ok, newTok)
 			}
 		})
@@ -233,7 +234,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 }
 
-func readStore(t *testing.T, c cluster.Cluster) *history.Store {
+func readStore(t *testing.T, c backend.Backend) *history.Store {
 	t.Helper()
 	st, err := harness.ReadStore(context.Background(), c.RedisAddr(), "")
 	if err != nil {
@@ -242,7 +243,7 @@ func readStore(t *testing.T, c cluster.Cluster) *history.Store {
 	return st
 }
 
-func counter(t *testing.T, c cluster.Cluster) int64 {
+func counter(t *testing.T, c backend.Backend) int64 {
 	t.Helper()
 	rc := election.NewClient(c.RedisAddr())
 	defer rc.Close()
@@ -253,7 +254,7 @@ func counter(t *testing.T, c cluster.Cluster) int64 {
 	return n
 }
 
-func redisPing(c cluster.Cluster) error {
+func redisPing(c backend.Backend) error {
 	rc := election.NewClient(c.RedisAddr())
 	defer rc.Close()
 	return rc.Ping(context.Background()).Err()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 )
 
 // Toxic names, so that heal removes exactly what inject added.
@@ -31,7 +31,7 @@ func (f partitionFault) Inject(ctx context.Context, c Cluster, target string, _ 
 	}
 	// Toxicity 1: a toxicity of 0 would mean "never fire".
 	attrs := map[string]any{"timeout": 0}
-	for _, t := range []cluster.Toxic{
+	for _, t := range []backend.Toxic{
 		{Name: toxicPartitionUp, Type: typ, Stream: "upstream", Toxicity: 1, Attributes: attrs},
 		{Name: toxicPartitionDown, Type: typ, Stream: "downstream", Toxicity: 1, Attributes: attrs},
 	} {
@@ -55,7 +55,7 @@ func (delayFault) TargetsNode() bool { return true }
 
 func (delayFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
 	lat := DelayLatency(p)
-	t := cluster.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
+	t := backend.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
 		Attributes: map[string]any{"latency": lat.Milliseconds(), "jitter": 0}}
 	if err := c.AddRedisToxic(ctx, target, t); err != nil {
 		return "", fmt.Errorf("nemesis: %w", err)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
 )
 
@@ -23,7 +23,7 @@ type PostgresProcess interface {
 
 // PostgresLinks change a node's link to PostgreSQL.
 type PostgresLinks interface {
-	AddPostgresToxic(ctx context.Context, id string, t cluster.Toxic) error
+	AddPostgresToxic(ctx context.Context, id string, t backend.Toxic) error
 	RemovePostgresToxics(ctx context.Context, id string, names ...string) error
 }
 
@@ -68,7 +68,7 @@ func (postgresPartitionFault) Inject(ctx context.Context, c Cluster, target stri
 		return "", errNoPostgres
 	}
 	attrs := map[string]any{"timeout": 0}
-	for _, t := range []cluster.Toxic{
+	for _, t := range []backend.Toxic{
 		{Name: toxicPartitionUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
 		{Name: toxicPartitionDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs},
 	} {

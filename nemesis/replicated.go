@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
 )
 
@@ -26,11 +26,11 @@ const (
 type Replicated interface {
 	KillPrimary(ctx context.Context) (string, error)
 	Switchover(ctx context.Context) (string, error)
-	CutPrimary(ctx context.Context, toxics ...cluster.Toxic) (string, error)
+	CutPrimary(ctx context.Context, toxics ...backend.Toxic) (string, error)
 	UncutPrimary(ctx context.Context, name string, toxics ...string) error
 	PauseReplicas(ctx context.Context) error
 	ResumeReplicas(ctx context.Context) error
-	WaitPromotion(ctx context.Context, since time.Time, from string) (cluster.Promotion, error)
+	WaitPromotion(ctx context.Context, since time.Time, from string) (backend.Promotion, error)
 	// StartRedis starts what is down and waits until the topology settles.
 	StartRedis(ctx context.Context) error
 }
@@ -84,8 +84,8 @@ func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Param
 		// behind a broken switch, and the replicas keep a link that carries nothing.
 		attrs := map[string]any{"timeout": 0}
 		f.old, err = r.CutPrimary(ctx,
-			cluster.Toxic{Name: toxicIsolateUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
-			cluster.Toxic{Name: toxicIsolateDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs})
+			backend.Toxic{Name: toxicIsolateUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
+			backend.Toxic{Name: toxicIsolateDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs})
 		return "primary " + f.old + " cut off from its replicas and the Sentinels (or the cluster bus); the nodes still reach it", err
 	case ReplicationDelay:
 		// The replicas stop applying the stream while the primary goes on acknowledging
@@ -161,11 +161,11 @@ var switchoverRetry = 5 * time.Second
 
 // waitPromotion waits for the promotion the fault causes. A switchover that Redis
 // abandoned is asked for again, as an operator would, until the heal's bound.
-func (f *promotedFault) waitPromotion(ctx context.Context, r Replicated) (cluster.Promotion, error) {
+func (f *promotedFault) waitPromotion(ctx context.Context, r Replicated) (backend.Promotion, error) {
 	if f.kind != RedisSwitchover {
 		return r.WaitPromotion(ctx, f.at, f.old)
 	}
-	deadline := time.Now().Add(cluster.SettleTimeout)
+	deadline := time.Now().Add(backend.SettleTimeout)
 	for {
 		wctx, cancel := context.WithTimeout(ctx, min(switchoverRetry, time.Until(deadline)))
 		p, err := r.WaitPromotion(wctx, f.at, f.old)

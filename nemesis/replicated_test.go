@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -19,7 +20,7 @@ import (
 // primary is a connected replica of the new one), and the nodes elect and commit again.
 func TestReplicatedFaults(t *testing.T) {
 	t.Parallel()
-	replicatedFaults(t, cluster.TopologySentinel)
+	replicatedFaults(t, backend.TopologySentinel)
 }
 
 // TestClusterFaults: the same on a Redis Cluster, where each fault hits the shard of
@@ -28,18 +29,18 @@ func TestReplicatedFaults(t *testing.T) {
 // replica, the isolated one included.
 func TestClusterFaults(t *testing.T) {
 	t.Parallel()
-	replicatedFaults(t, cluster.TopologyCluster)
+	replicatedFaults(t, backend.TopologyCluster)
 }
 
 func replicatedFaults(t *testing.T, topology string) {
-	c := cluster.StartLocalT(t, cluster.Spec{
-		Nodes: 2, SourceRate: 200, Redis: cluster.RedisSpec{Topology: topology},
-		Node: cluster.NodeOptions{LeaseTTL: lease, Batch: 10},
+	c := proc.StartT(t, backend.Spec{
+		Nodes: 2, SourceRate: 200, Redis: backend.RedisSpec{Topology: topology},
+		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 10},
 	})
 	ctx := context.Background()
 	_, tok := leader(t, c, 0)
 	kinds := faults.Replicated()
-	if topology == cluster.TopologyCluster {
+	if topology == backend.TopologyCluster {
 		// CLUSTER FAILOVER last. Seen twice in seven runs with it second: the isolated
 		// primary's replica, just demoted by CLUSTER FAILOVER after it had won an
 		// election of its own before, logged "Failover election won" without taking a
@@ -73,7 +74,7 @@ func replicatedFaults(t *testing.T, topology string) {
 		}
 		t.Logf("%s: %s", kind, what)
 		minToken := tok
-		if topology == cluster.TopologyCluster && kind == faults.RedisSwitchover {
+		if topology == backend.TopologyCluster && kind == faults.RedisSwitchover {
 			// CLUSTER FAILOVER loses nothing, and the leader's next renewal, after one
 			// MOVED, goes to the new primary: its term may go on.
 			minToken = tok - 1
@@ -94,7 +95,7 @@ func logTails(t *testing.T, dir string) {
 }
 
 // commitsAgain waits until the nodes report two more commits than now.
-func commitsAgain(t *testing.T, c cluster.Cluster) {
+func commitsAgain(t *testing.T, c backend.Backend) {
 	t.Helper()
 	sum := func() (n int64) {
 		for _, id := range c.Nodes() {
@@ -121,7 +122,7 @@ func TestReplicatedFaultNeedsReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Inject(context.Background(), c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: time.Second}); !errors.Is(err, cluster.ErrTopology) && !errors.Is(err, faults.ErrTopology) {
+	if _, err := f.Inject(context.Background(), c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: time.Second}); !errors.Is(err, backend.ErrTopology) && !errors.Is(err, faults.ErrTopology) {
 		t.Fatalf("inject redis-failover on a single Redis: %v, want a topology error", err)
 	}
 }

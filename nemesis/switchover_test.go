@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 )
 
 // abortingSentinels is a topology whose first planned switchover Redis abandons
@@ -25,17 +25,17 @@ func (a *abortingSentinels) Switchover(context.Context) (string, error) {
 	return "r1", nil
 }
 
-func (a *abortingSentinels) WaitPromotion(ctx context.Context, _ time.Time, from string) (cluster.Promotion, error) {
+func (a *abortingSentinels) WaitPromotion(ctx context.Context, _ time.Time, from string) (backend.Promotion, error) {
 	for {
 		a.mu.Lock()
 		n := a.asked
 		a.mu.Unlock()
 		if n >= 2 {
-			return cluster.Promotion{From: from, To: "r2", Time: time.Now()}, nil
+			return backend.Promotion{From: from, To: "r2", Time: time.Now()}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return cluster.Promotion{}, errors.New("no promotion")
+			return backend.Promotion{}, errors.New("no promotion")
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -45,7 +45,7 @@ func (a *abortingSentinels) StartRedis(context.Context) error { return nil }
 func (*abortingSentinels) KillPrimary(context.Context) (string, error) {
 	return "", errors.New("not used")
 }
-func (*abortingSentinels) CutPrimary(context.Context, ...cluster.Toxic) (string, error) {
+func (*abortingSentinels) CutPrimary(context.Context, ...backend.Toxic) (string, error) {
 	return "", errors.New("not used")
 }
 func (*abortingSentinels) UncutPrimary(context.Context, string, ...string) error { return nil }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
 	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/node"
 )
 
 // Moments of the leader's life at which a targeted step lands its fault (Step.Moment).
@@ -104,7 +104,7 @@ func aim(steps []Step, seed int64, p float64) {
 }
 
 // FailpointReader reads how often each failpoint of a node has run an action: the hit
-// that tells a targeted step its moment has come. A cluster.Cluster of either backend
+// that tells a targeted step its moment has come. A backend.Backend of either backend
 // has it.
 type FailpointReader interface {
 	FailpointHits(ctx context.Context, id string) (map[string]int64, error)
@@ -112,7 +112,7 @@ type FailpointReader interface {
 
 // statusReader is the nodes' /status, to find the leader a moment is aimed at.
 type statusReader interface {
-	NodeStatus(ctx context.Context, id string) (cluster.NodeStatus, error)
+	NodeStatus(ctx context.Context, id string) (node.Status, error)
 }
 
 // Aimer is a fault that waits for its moment before it is injected. The runner calls

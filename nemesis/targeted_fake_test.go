@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/node"
 )
 
 // fakeCluster leads with one node and never hits a failpoint; it records what it was
@@ -42,7 +43,7 @@ func (f *fakeCluster) ResumeNode(_ context.Context, id string) error {
 	return f.note("resume " + id)
 }
 func (f *fakeCluster) SetClock(context.Context, string, time.Duration, float64) error { return nil }
-func (f *fakeCluster) AddRedisToxic(context.Context, string, cluster.Toxic) error     { return nil }
+func (f *fakeCluster) AddRedisToxic(context.Context, string, backend.Toxic) error     { return nil }
 func (f *fakeCluster) RemoveRedisToxics(context.Context, string, ...string) error     { return nil }
 func (f *fakeCluster) ResetLinks(context.Context) error                               { return nil }
 func (f *fakeCluster) KillRedis(context.Context) error                                { return nil }
@@ -56,11 +57,11 @@ func (f *fakeCluster) DisarmFailpoints(_ context.Context, id string) error {
 func (f *fakeCluster) FailpointHits(context.Context, string) (map[string]int64, error) {
 	return map[string]int64{}, nil
 }
-func (f *fakeCluster) NodeStatus(_ context.Context, id string) (cluster.NodeStatus, error) {
+func (f *fakeCluster) NodeStatus(_ context.Context, id string) (node.Status, error) {
 	if id == f.leader {
-		return cluster.NodeStatus{ID: id, Role: "leader"}, nil
+		return node.Status{ID: id, Role: "leader"}, nil
 	}
-	return cluster.NodeStatus{ID: id, Role: "follower"}, nil
+	return node.Status{ID: id, Role: "follower"}, nil
 }
 
 // A moment that never comes lets the armed nodes go after the bound and lands the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenceline/fenceline/internal/redisconn"
+	"github.com/fenceline/fenceline/node/redisconn"
 )
 
 const passwordEnv = redisconn.PasswordEnv
@@ -17,12 +17,12 @@ const passwordEnv = redisconn.PasswordEnv
 var chaosOnlyPackages = []string{
 	"testing",
 	"github.com/fenceline/fenceline/variants",
-	"github.com/fenceline/fenceline/internal/skewclock",
+	"github.com/fenceline/fenceline/node/skewclock",
 	"github.com/fenceline/fenceline/internal/redisserver",
 	"github.com/fenceline/fenceline/nemesis",
 	"github.com/fenceline/fenceline/harness",
-	"github.com/fenceline/fenceline/cluster",
-	"github.com/fenceline/fenceline/docker",
+	"github.com/fenceline/fenceline/backend",
+	"github.com/fenceline/fenceline/backend/container",
 	"github.com/Shopify/toxiproxy/v2",
 }
 
@@ -60,7 +60,7 @@ func TestDefaultBuildHasNoChaosCode(t *testing.T) {
 		}
 	}
 	chaos := deps(t, "chaos", "github.com/fenceline/fenceline/cmd/fenceline")
-	for _, want := range []string{"github.com/fenceline/fenceline/variants", "github.com/fenceline/fenceline/internal/skewclock",
+	for _, want := range []string{"github.com/fenceline/fenceline/variants", "github.com/fenceline/fenceline/node/skewclock",
 		"github.com/fenceline/fenceline/harness"} {
 		if !slices.Contains(chaos, want) {
 			t.Errorf("the chaos build lacks %s", want)

@@ -16,11 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
 )
 
 // relayFlags collects --relay NAME=LISTEN>UPSTREAM, repeatable.
-type relayFlags []cluster.RelaySpec
+type relayFlags []backend.RelaySpec
 
 func (r *relayFlags) String() string { return fmt.Sprint(*r) }
 
@@ -30,7 +30,7 @@ func (r *relayFlags) Set(v string) error {
 	if !ok1 || !ok2 || name == "" || listen == "" || upstream == "" {
 		return fmt.Errorf("want NAME=LISTEN>UPSTREAM, got %q", v)
 	}
-	*r = append(*r, cluster.RelaySpec{Name: name, Listen: listen, Upstream: upstream})
+	*r = append(*r, backend.RelaySpec{Name: name, Listen: listen, Upstream: upstream})
 	return nil
 }
 
@@ -49,7 +49,7 @@ func runBusRelay(args []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fenceline bus-relay: no --relay given")
 		return exitUsage
 	}
-	srv, err := cluster.NewRelayServer(relays)
+	srv, err := backend.NewRelayServer(relays)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline bus-relay: %v\n", err)
 		return exitUsage

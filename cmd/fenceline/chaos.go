@@ -18,10 +18,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/cluster"
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/chaosrun"
 	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
@@ -34,7 +34,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	nem := fs.String("nemesis", "all", "faults, comma-separated: "+fmt.Sprint(faults.Known())+", partition (both flavours), all, or none for no faults")
 	seed := fs.Int64("seed", 0, "seed of the fault schedule; the same seed gives the same schedule (0: pick one from the clock)")
 	workload := fs.String("workload", "listener", "what the nodes do: listener or register")
-	backend := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
+	backendName := fs.String("backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
 	store := fs.String("store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own: a process on the local backend, a container of fenceline-postgres:dev on docker; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
 	variant := fs.String("variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
@@ -48,8 +48,8 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	budget := fs.String("budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	startToken := fs.Int64("start-token", -1, "start the token counter here (the first token is one more); -1: near a boundary chosen by the seed (2 below 10, 100, 10^9, 10^10 or 10^16)")
 	startCursor := fs.Int64("start-cursor", -1, "start the cursor here (the first event ingested is one more); -1: near a boundary chosen by the seed (0, 9, 99, 2^31, 2^32, 2^53, up to 1000 below)")
-	var redis cluster.RedisSpec
-	fs.StringVar(&redis.Topology, "redis-topology", cluster.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each); local backend")
+	var redis backend.RedisSpec
+	fs.StringVar(&redis.Topology, "redis-topology", backend.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each); local backend")
 	fs.IntVar(&redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel, cluster: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
 	fs.IntVar(&redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel, cluster: seconds, with --min-replicas-to-write")
 	redisWait := fs.Int("redis-wait", 0, "sentinel, cluster: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
@@ -91,7 +91,7 @@ func runChaos(args []string, stdout, stderr io.Writer) int {
 	}
 	spec := chaosrun.Spec{
 		Cmd: "chaos", Duration: *duration, Nodes: *nodes, Nemeses: kinds, Seed: *seed,
-		Workload: wl, Backend: *backend, LeaseTTL: *lease, Variant: *variant, Target: *target, Store: *store, NodeCmd: *nodeCmd, Out: *out,
+		Workload: wl, Backend: *backendName, LeaseTTL: *lease, Variant: *variant, Target: *target, Store: *store, NodeCmd: *nodeCmd, Out: *out,
 		Binary: *binary, Quiet: *quiet, Budget: *budget, Steps: steps, Schedule: *schedule,
 		Redis: redis, RedisWait: *redisWait,
 	}
@@ -157,11 +157,11 @@ func replaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 	}
 	// A run recorded before run.json had the store and the Redis setup ran on one
 	// Redis server and kept its cursor there.
-	r := history.RedisSetup{Topology: cluster.TopologySingle, MinReplicasMaxLag: 1}
+	r := history.RedisSetup{Topology: backend.TopologySingle, MinReplicasMaxLag: 1}
 	if info.Redis != nil {
 		r = *info.Redis
 	}
-	set["redis-topology"] = cmp.Or(r.Topology, cluster.TopologySingle)
+	set["redis-topology"] = cmp.Or(r.Topology, backend.TopologySingle)
 	set["min-replicas-to-write"] = strconv.Itoa(r.MinReplicasToWrite)
 	set["min-replicas-max-lag"] = strconv.Itoa(cmp.Or(r.MinReplicasMaxLag, 1))
 	set["redis-wait"] = strconv.Itoa(r.Wait)

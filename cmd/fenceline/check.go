@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fenceline/fenceline/internal/judge"
+	"github.com/fenceline/fenceline/experiment/judge"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {

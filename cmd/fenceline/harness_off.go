@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fenceline/fenceline/internal/node"
+	"github.com/fenceline/fenceline/node"
 )
 
 // The harness (chaos, validate, soak) is not in a default build: it embeds the toxiproxy

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/election"
-	"github.com/fenceline/fenceline/internal/node"
-	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/node"
+	"github.com/fenceline/fenceline/node/redisconn"
 	"github.com/fenceline/fenceline/targets"
 )
 

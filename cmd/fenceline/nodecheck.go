@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/targets/nodecheck"
+	"github.com/fenceline/fenceline/experiment/nodecheck"
 )
 
 func runNodeCheck(args []string, stdout, stderr io.Writer) int {

@@ -28,9 +28,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
-	"github.com/fenceline/fenceline/internal/redisconn"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/node/redisconn"
 	"github.com/fenceline/fenceline/source"
 )
 

@@ -16,12 +16,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/judge"
+	"github.com/fenceline/fenceline/experiment/shrink"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/chaosrun"
 	"github.com/fenceline/fenceline/internal/exitcode"
-	"github.com/fenceline/fenceline/internal/judge"
 	"github.com/fenceline/fenceline/nemesis"
-	"github.com/fenceline/fenceline/shrink"
 	"github.com/fenceline/fenceline/workloads"
 )
 

@@ -16,9 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/internal/exitcode"
-	"github.com/fenceline/fenceline/internal/node"
-	"github.com/fenceline/fenceline/soak"
+	"github.com/fenceline/fenceline/experiment/soak"
+	"github.com/fenceline/fenceline/node"
 )
 
 func runSoak(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +72,7 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	}
 	sum.Terminal(stdout)
 	fmt.Fprintf(stdout, "summary: %s\n", filepath.Join(*out, cfg.SummaryName()+".md"))
-	return exitcode.Of(sum.Verdict)
+	return sum.Verdict.ExitCode()
 }
 
 func runSoakReport(args []string, stdout, stderr io.Writer) int {
@@ -140,7 +139,7 @@ func runSoakReport(args []string, stdout, stderr io.Writer) int {
 	}
 	sum.Terminal(stdout)
 	fmt.Fprintf(stdout, "summary: %s\n", filepath.Join(dst, soak.SummaryName+".md"))
-	return exitcode.Of(sum.Verdict)
+	return sum.Verdict.ExitCode()
 }
 
 // summaryDir is d, or its directory when d is a summary file.

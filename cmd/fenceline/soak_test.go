@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/soak"
+	"github.com/fenceline/fenceline/experiment/soak"
 )
 
 // Bad input to soak and soak-report: exit 2 with one line, never a panic.

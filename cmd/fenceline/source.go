@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fenceline/fenceline/internal/node"
+	"github.com/fenceline/fenceline/node"
 	"github.com/fenceline/fenceline/source"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/harness/finalread"
-	"github.com/fenceline/fenceline/internal/redisconn"
+	"github.com/fenceline/fenceline/node/redisconn"
 )
 
 // statusOutput is what `fenceline status` prints.

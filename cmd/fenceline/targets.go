@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/experiment/targetmatrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/targets"
-	"github.com/fenceline/fenceline/targets/matrix"
 )
 
 func runTargets(args []string, stdout, stderr io.Writer) int {
@@ -35,7 +35,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	ts, err := matrix.Pick(*names)
+	ts, err := targetmatrix.Pick(*names)
 	if err == nil && (*seeds < 1 || *duration <= 0) {
 		err = fmt.Errorf("need --seeds >= 1 and --duration > 0")
 	}
@@ -50,7 +50,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	// Ctrl-C stops the run under way, skips the rest and writes the table of what ran.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return matrix.Run(ctx, matrix.Config{
+	return targetmatrix.Run(ctx, targetmatrix.Config{
 		Targets: ts, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
 		Out: *out, Table: *table, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
 	}, stdout, stderr)

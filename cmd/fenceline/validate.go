@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceline/fenceline/validate"
+	"github.com/fenceline/fenceline/experiment/validate"
 )
 
 func runValidate(args []string, stdout, stderr io.Writer) int {

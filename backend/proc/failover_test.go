@@ -1,0 +1,355 @@
+package proc_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/proc"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/source"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// The failover drills that operators run by hand, automated over real node processes.
+// Each asserts, from the store's own audit stream and the nodes' histories, that one
+// token led at a time, that the failover took no longer than its bound, and that the
+// cursor went on with no event lost or applied twice.
+
+const lease = time.Second
+
+// Bounds are generous: the machine is shared and small. The real numbers come from the
+// benchmarks below.
+var (
+	gracefulBound = 3 * time.Second
+	crashBound    = lease + 5*time.Second
+)
+
+func start(t testing.TB, nodes int) *proc.Backend {
+	t.Helper()
+	return proc.StartT(t, backend.Spec{
+		Nodes: nodes, SourceRate: 500,
+		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 20},
+	})
+}
+
+func waitLeader(t testing.TB, c backend.Backend, minToken int64, exclude ...string) (string, int64) {
+	t.Helper()
+	id, tok, err := backend.WaitLeader(context.Background(), c, minToken, 15*time.Second, exclude...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, tok
+}
+
+// firstCommit returns the host time of the first accepted commit under a token above
+// minToken, waiting for it up to timeout.
+func firstCommit(t testing.TB, c *proc.Backend, dir string, minToken int64, timeout time.Duration) (int64, history.Event) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var best history.Event
+		for _, id := range c.Nodes() {
+			evs, err := history.ReadFile(filepath.Join(dir, history.HistoryDir, id+".jsonl"))
+			if err != nil {
+				continue
+			}
+			for _, e := range evs {
+				if e.Kind == history.KindCommit && e.Type == history.OK && e.Token > minToken && (best.Time == 0 || e.Time < best.Time) {
+					best = e
+				}
+			}
+		}
+		if best.Time != 0 {
+			return best.Time, best
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no commit under a token above %d within %v", minToken, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// verify stops every node and checks the store: accepted tokens never decrease in the
+// store's order (one leader at a time), the sink is exactly 1..cursor and the balances
+// are what those events imply.
+func verify(t testing.TB, c *proc.Backend) *history.Store {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range c.Nodes() {
+		if c.Running(id) {
+			if err := c.StopNode(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, err := harness.ReadStore(ctx, c.RedisAddr(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	var terms []int64
+	for _, a := range st.Audit {
+		if a.Result != "ok" {
+			continue
+		}
+		if a.Token < last {
+			t.Fatalf("store accepted token %d after token %d (entry %s)", a.Token, last, a.StreamID)
+		}
+		if a.Token != last {
+			terms = append(terms, a.Token)
+		}
+		last = a.Token
+	}
+	if st.Cursor == 0 {
+		t.Fatal("nothing was ever committed")
+	}
+	if int64(len(st.Sink)) != st.Cursor {
+		t.Fatalf("sink holds %d events, cursor is %d", len(st.Sink), st.Cursor)
+	}
+	for i, id := range st.Sink {
+		if id != int64(i+1) {
+			t.Fatalf("sink[%d] = %d: an event was lost or applied twice", i, id)
+		}
+	}
+	want := source.Balances(st.Cursor)
+	for acct, bal := range want {
+		if st.Balances[acct] != bal {
+			t.Fatalf("balance of %s = %d, want %d", acct, st.Balances[acct], bal)
+		}
+	}
+	t.Logf("cursor %d, terms that committed: %v", st.Cursor, terms)
+	return st
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	c := start(t, 3)
+	dir := c.Dir()
+	old, tok := waitLeader(t, c, 0)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	t0 := time.Now()
+	if err := c.StopNode(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	at, ev := firstCommit(t, c, dir, tok, 10*time.Second)
+	if ev.Node == old {
+		t.Fatalf("stopped node %s committed", old)
+	}
+	if d := time.Duration(at - t0.UnixNano()); d > gracefulBound {
+		t.Fatalf("graceful handoff took %v, bound %v", d, gracefulBound)
+	} else {
+		t.Logf("graceful handoff %s -> %s: %v", old, ev.Node, d)
+	}
+	verify(t, c)
+}
+
+func TestKillLeader(t *testing.T) {
+	t.Parallel()
+	c := start(t, 3)
+	dir := c.Dir()
+	old, tok := waitLeader(t, c, 0)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	t0 := time.Now()
+	if err := c.KillNode(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
+	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
+		t.Fatalf("crash failover took %v, bound %v", d, crashBound)
+	} else {
+		t.Logf("crash failover %s -> %s: %v", old, ev.Node, d)
+	}
+	// The old leader rejoins and stays a follower while the new one holds the lease.
+	if err := c.StartNode(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * lease)
+	if st, err := c.NodeStatus(context.Background(), old); err != nil || st.Role != "follower" {
+		t.Fatalf("rejoined %s: %+v %v, want follower", old, st, err)
+	}
+	verify(t, c)
+}
+
+// TestCascade stops three leaders in a row out of four instances; the last one leads.
+func TestCascade(t *testing.T) {
+	t.Parallel()
+	c := start(t, 4)
+	dir := c.Dir()
+	var stopped []string
+	tok := int64(0)
+	for range 3 {
+		var id string
+		id, tok = waitLeader(t, c, tok, stopped...)
+		firstCommit(t, c, dir, tok-1, 10*time.Second)
+		if err := c.StopNode(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		stopped = append(stopped, id)
+	}
+	last, tok := waitLeader(t, c, tok, stopped...)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	if slices.Contains(stopped, last) {
+		t.Fatalf("stopped node %s leads", last)
+	}
+	verify(t, c)
+}
+
+// TestPartitionedLeader: the leader loses Redis, a standby takes over; after the heal the
+// old leader is a follower.
+func TestPartitionedLeader(t *testing.T) {
+	t.Parallel()
+	c := start(t, 3)
+	dir := c.Dir()
+	old, tok := waitLeader(t, c, 0)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	f, _ := nemesis.ByKind(nemesis.PartitionBlackhole)
+	t0 := time.Now()
+	if _, err := f.Inject(context.Background(), c, old, nemesis.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
+	if ev.Node == old {
+		t.Fatalf("partitioned %s committed under a new token", old)
+	}
+	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
+		t.Fatalf("failover after partition took %v, bound %v", d, crashBound)
+	}
+	if _, err := f.Heal(context.Background(), c, old); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * lease)
+	if st, err := c.NodeStatus(context.Background(), old); err != nil || st.Role != "follower" {
+		t.Fatalf("healed %s: %+v %v, want follower", old, st, err)
+	}
+	verify(t, c)
+}
+
+// TestTwoOfThreeKilled: two nodes killed at once (the leader among them); the last one
+// becomes leader and resumes from the right cursor.
+func TestTwoOfThreeKilled(t *testing.T) {
+	t.Parallel()
+	c := start(t, 3)
+	dir := c.Dir()
+	old, tok := waitLeader(t, c, 0)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	var killed []string
+	killed = append(killed, old)
+	for _, id := range c.Nodes() {
+		if id != old {
+			killed = append(killed, id)
+			break
+		}
+	}
+	for _, id := range killed {
+		if err := c.KillNode(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivor, _ := waitLeader(t, c, tok, killed...)
+	firstCommit(t, c, dir, tok, crashBound)
+	t.Logf("killed %v, %s leads", killed, survivor)
+	verify(t, c)
+}
+
+// TestKillMidIngestion is the kill switch: the leader is killed while it ingests a
+// backlog; the standby resumes from the store's cursor, not from zero and not past it.
+func TestKillMidIngestion(t *testing.T) {
+	t.Parallel()
+	c := proc.StartT(t, backend.Spec{
+		Nodes: 2, SourceRate: 0, // everything available: the leader is always mid-batch
+		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 50},
+	})
+	dir := c.Dir()
+	old, tok := waitLeader(t, c, 0)
+	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	t0 := time.Now()
+	if err := c.KillNode(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
+	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
+		t.Fatalf("takeover took %v, bound %v", d, crashBound)
+	}
+	// The new term's first commit starts where the old term's last accepted one ended.
+	evs, err := history.ReadFile(filepath.Join(dir, history.HistoryDir, old+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastTo int64
+	for _, e := range evs {
+		if e.Kind == history.KindCommit && e.Type == history.OK && e.To > lastTo {
+			lastTo = e.To
+		}
+	}
+	if ev.From < lastTo {
+		t.Fatalf("new leader's first commit starts at %d, before the old term's last accepted cursor %d", ev.From, lastTo)
+	}
+	verify(t, c)
+}
+
+// Benchmarks: the failover windows over real node processes. Run with
+// `go test -run ^$ -bench Failover ./cluster/` (make bench). Each iteration hands over
+// once; p50/p99 are reported in milliseconds.
+
+func BenchmarkGracefulHandoff(b *testing.B) { benchFailover(b, false) }
+func BenchmarkCrashFailover(b *testing.B)   { benchFailover(b, true) }
+
+func benchFailover(b *testing.B, crash bool) {
+	c := proc.StartT(b, backend.Spec{
+		Nodes: 3, SourceRate: 0, Node: backend.NodeOptions{LeaseTTL: lease, Batch: 20},
+	})
+	dir := c.Dir()
+	ctx := context.Background()
+	n := max(b.N, 30)
+	var samples []time.Duration
+	tok := int64(0)
+	b.ResetTimer()
+	for range n {
+		var old string
+		old, tok = waitLeader(b, c, tok)
+		firstCommit(b, c, dir, tok-1, 10*time.Second)
+		time.Sleep(time.Duration(len(samples)%7) * 37 * time.Millisecond) // vary the phase against the renewals
+		t0 := time.Now()
+		var err error
+		if crash {
+			err = c.KillNode(ctx, old)
+		} else {
+			err = c.StopNode(ctx, old)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		at, _ := firstCommit(b, c, dir, tok, 20*time.Second)
+		samples = append(samples, time.Duration(at-t0.UnixNano()))
+		if err := c.StartNode(ctx, old); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	q := func(p float64) float64 {
+		return float64(samples[int(p*float64(len(samples)-1)+0.5)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(1), "max-ms")
+	b.ReportMetric(0, "ns/op")
+	fmt.Fprintf(os.Stderr, "%s: %d handovers, lease %v: p50 %.1f ms p90 %.1f ms p99 %.1f ms max %.1f ms\n",
+		b.Name(), len(samples), lease, q(0.5), q(0.9), q(0.99), q(1))
+}

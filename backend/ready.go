@@ -1,0 +1,92 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+// DefaultNodes is the number of nodes of a cluster whose spec gives none, in every
+// backend and in the harness.
+const DefaultNodes = 3
+
+// WithDefaults returns s with its defaults filled in (DefaultNodes), or an error saying
+// what is wrong with it.
+func (s Spec) WithDefaults() (Spec, error) {
+	if s.Dir == "" {
+		return s, errors.New("cluster: Spec.Dir is required")
+	}
+	if s.Nodes == 0 {
+		s.Nodes = DefaultNodes
+	}
+	if s.Nodes < 1 {
+		return s, fmt.Errorf("cluster: %d nodes", s.Nodes)
+	}
+	if s.SourceRate < 0 {
+		return s, fmt.Errorf("cluster: source rate %g < 0", s.SourceRate)
+	}
+	if s.Redis.Topology == "" {
+		s.Redis.Topology = TopologySingle
+	}
+	if err := s.Redis.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// ErrExited is returned (wrapped) by WaitReady when the process or container exited
+// before it answered.
+var ErrExited = errors.New("cluster: exited at start")
+
+// WaitReady polls probe every 25ms until it answers nil. It gives up when exited closes
+// (ErrExited), when ctx ends, or after timeout (the error then says what and the probe's
+// last error). exited may be nil. It blocks for at most timeout.
+func WaitReady(ctx context.Context, what string, timeout time.Duration, exited <-chan struct{}, probe func(context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := probe(wctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: %s", ErrExited, what)
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("cluster: waiting for %s: %w", what, ctx.Err())
+			}
+			return fmt.Errorf("cluster: %s did not answer within %v: %v", what, timeout, err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// ProbeHTTP answers nil when GET url answers 200 within a second.
+func ProbeHTTP(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// PingRedis answers nil when Redis at addr answers PING with PONG (not LOADING), with no
+// client library in between; it blocks for at most a second past a dial.
+func PingRedis(ctx context.Context, addr string) error { return redisserver.Ping(ctx, addr) }

@@ -1,0 +1,470 @@
+//go:build chaos
+
+// Package chaosrun runs one chaos run end to end: it checks the settings (asking the
+// node binary itself with `fenceline node --check`), creates an exclusive run directory,
+// runs the harness on the chosen backend, checks the run, writes its report and
+// compresses its records. It is `fenceline chaos` without its flags, and what `fenceline
+// validate` runs for each cell of its matrix. It exists in chaos builds only.
+package chaosrun
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/container"
+	"github.com/fenceline/fenceline/backend/proc"
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/docker"
+	"github.com/fenceline/fenceline/experiment/judge"
+	"github.com/fenceline/fenceline/experiment/nodecheck"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/internal/pgserver"
+	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/variants"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+// Spec is one chaos run: what `fenceline chaos` makes of its flags, and what
+// `fenceline validate` runs for each variant and seed of its matrix.
+type Spec struct {
+	// Cmd names the subcommand in messages ("chaos", "validate").
+	Cmd      string
+	Duration time.Duration
+	Nodes    int
+	Nemeses  []string // fault kinds, as nemesis.ParseList returns them
+	Seed     int64
+	Workload workloads.Workload
+	Backend  string
+	LeaseTTL time.Duration
+	Variant  string
+	// Target is the design under test (package targets); "" is the reference.
+	Target string
+	// NodeCmd, if set, is the command run as each node instead of this binary
+	// (docs/node-protocol.md). Local backend only.
+	NodeCmd string
+	// Store is where the nodes keep the cursor: "redis" ("" too) or "postgres".
+	Store string
+	// Out is the directory that receives the run directory.
+	Out string
+	// Binary is the fenceline binary the nodes run; prepare fills it with this
+	// executable when it is empty.
+	Binary string
+	// Quiet logs only warnings of the harness.
+	Quiet bool
+	// Budget is the failover budget (checker.ParseBudgets), recorded in run.json.
+	Budget string
+	// Steps, if not nil, is the fault schedule to replay instead of generating one.
+	Steps []nemesis.Step
+	// Schedule is the kind of schedule generated from Seed (nemesis.ScheduleKinds;
+	// "" is random).
+	Schedule string
+	// Redis is how Redis runs (topology, min-replicas-to-write). Default: one server.
+	Redis backend.RedisSpec
+	// RedisWait is the nodes' --redis-wait (0: none).
+	RedisWait int
+	// StartToken and StartCursor are where the run's token counter and cursor begin
+	// when StartPinned; otherwise each run starts where its own seed says
+	// (harness.BoundaryStart; see Start), or at 0 for a --node-cmd node, whose store
+	// the harness cannot seed.
+	StartToken, StartCursor int64
+	StartPinned             bool
+
+	start func(context.Context, backend.Spec) (backend.Backend, error) // set by prepare
+}
+
+// MaxNodes caps --nodes: each node is a process (or a container) with two proxies of
+// its own, and a run is meant for one machine.
+const MaxNodes = 32
+
+// Prepare checks the spec and resolves its binary and backend. Its errors are usage
+// errors. A zero value is an error, never a silent default.
+func (s *Spec) Prepare() error {
+	switch {
+	case s.Nodes < 1:
+		return fmt.Errorf("need --nodes >= 1 (got %d)", s.Nodes)
+	case s.Nodes > MaxNodes:
+		return fmt.Errorf("--nodes %d: at most %d nodes run on one machine", s.Nodes, MaxNodes)
+	case s.Duration <= 0:
+		return fmt.Errorf("need --duration > 0 (got %v)", s.Duration)
+	case s.LeaseTTL < 100*time.Millisecond:
+		return fmt.Errorf("need --lease-ttl >= 100ms (got %v)", s.LeaseTTL)
+	}
+	if _, err := variants.ByName(s.Variant); err != nil {
+		return err
+	}
+	if _, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Kind: s.Schedule, Nodes: 1, LeaseTTL: time.Second}); err != nil {
+		return fmt.Errorf("--schedule: %w", err)
+	}
+	if _, err := checker.ParseBudgets(s.Budget); err != nil {
+		return fmt.Errorf("--budget: %w", err)
+	}
+	if _, err := targets.ByName(cmp.Or(s.Target, targets.Reference)); err != nil {
+		return err
+	}
+	if s.Redis.Topology == "" {
+		s.Redis.Topology = backend.TopologySingle
+	}
+	if err := s.Redis.Validate(); err != nil {
+		return err
+	}
+	if err := faults.CheckTopology(s.Nemeses, s.Redis.Replicated()); err != nil {
+		return err
+	}
+	if s.NodeCmd != "" && s.Redis.Replicated() {
+		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel or a cluster's slots here", s.Redis.Topology)
+	}
+	if s.RedisWait > 0 && !s.Redis.Replicated() {
+		return fmt.Errorf("--redis-wait %d needs replicas (--redis-topology %s or %s)", s.RedisWait, backend.TopologySentinel, backend.TopologyCluster)
+	}
+	switch s.Store {
+	case "", "redis":
+		s.Store = ""
+	case "postgres":
+	default:
+		return fmt.Errorf("unknown --store %q (redis, postgres)", s.Store)
+	}
+	if s.Store != "" && (s.NodeCmd != "" || (s.Target != "" && s.Target != targets.Reference)) {
+		return errors.New("--store postgres runs the reference target, not --target or --node-cmd")
+	}
+	if s.Binary == "" {
+		bin, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		s.Binary = bin
+	}
+	if st, err := os.Stat(s.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("--binary %s: not an executable file", s.Binary)
+	}
+	start, name, err := pickBackend(s.Backend, s.Binary)
+	if err != nil {
+		return err
+	}
+	if s.Store == "postgres" && name == "local" {
+		// The docker backend runs the image fenceline-postgres:dev instead ('make images
+		// STORE=postgres'); a missing image fails its start with that hint.
+		if _, err := pgserver.BinDir(); err != nil {
+			return fmt.Errorf("--store postgres: %w, or run 'make chaos STORE=postgres', which does", err)
+		}
+	}
+	if name == "local" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return errors.New("redis-server is not in PATH (the local backend runs it): install it with 'apt-get install -y redis-server', or run 'make chaos', which does")
+		}
+	}
+	switch {
+	case s.StartPinned && s.NodeCmd != "" && (s.StartToken != 0 || s.StartCursor != 0):
+		return errors.New("--start-token and --start-cursor seed a fenceline node's store, not --node-cmd's")
+	case s.StartPinned && (s.StartToken < 0 || s.StartCursor < 0):
+		return fmt.Errorf("--start-token %d and --start-cursor %d must be >= 0", s.StartToken, s.StartCursor)
+	}
+	if s.NodeCmd != "" {
+		if name != "local" || (s.Target != "" && s.Target != targets.Reference) || s.Variant != variants.Reference || s.Workload.Name != "listener" {
+			return errors.New("--node-cmd runs the listener workload on the local backend, with no --target or --variant: the command is the design under test")
+		}
+		if err := s.checkNodeCmd(); err != nil {
+			return err
+		}
+	} else if err := s.checkNode(); err != nil {
+		return err
+	}
+	s.start, s.Backend = start, name
+	return nil
+}
+
+// probes reports whether the run's schedule ends with the load-race probe: a listener
+// run of every fault (`--nemesis all`, one Redis, the Redis store) by fenceline nodes
+// of a failpoints build, whose schedule is generated rather than replayed.
+func (s Spec) probes() bool {
+	if s.Workload.Name != "listener" || s.NodeCmd != "" || s.Store != "" || s.Redis.Replicated() || !failpoint.Enabled {
+		return false
+	}
+	for _, k := range faults.All() {
+		if !slices.Contains(s.Nemeses, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithLoadRaceProbe returns steps with one fp-load-race aimed at the leader after the
+// last of them (1.5 lease TTLs after its heal, or half a lease into the chaos phase).
+//
+// The random schedule of `--nemesis all` never makes the old leader commit between a
+// new leader's cursor load and its first commit, and a store that checks the token but
+// not the cursor breaks only there (variants.NoCursorCheck): the probe makes every
+// default run (make chaos, soak, targets) reach that interleaving once. It runs after the
+// seed's own faults, so that the schedule a seed drew before is unchanged, and it is
+// part of schedule.json: a replay or a shrink sees it as any other step.
+func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step {
+	at := lease / 2
+	if n := len(steps); n > 0 {
+		at = steps[n-1].At + steps[n-1].Params.Hold + lease*3/2
+	}
+	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Target: nemesis.Target{Leader: true},
+		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
+}
+
+// Start is where the run's token counter and cursor begin: the pinned values, 0 for a
+// --node-cmd node, else those of the run's seed (harness.BoundaryStart). It is resolved
+// per run: `fenceline validate` prepares one spec and runs it under many seeds.
+func (s Spec) Start() (token, cursor int64) {
+	switch {
+	case s.StartPinned:
+		return s.StartToken, s.StartCursor
+	case s.NodeCmd != "":
+		return 0, 0
+	}
+	return harness.BoundaryStart(s.Seed)
+}
+
+// NodeOptions are the settings every node of the run starts with.
+func (s Spec) NodeOptions() backend.NodeOptions {
+	tok, cur := s.Start()
+	return backend.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
+		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
+		RedisWait: s.RedisWait, Store: s.Store, StartToken: tok, StartCursor: cur}
+}
+
+// checkNode asks the binary whether a node would accept the run's settings (`fenceline
+// node --check`, which connects to nothing), so that settings a node rejects are a
+// usage error with the node's own message before the run begins, not a run that fails
+// at start.
+func (s Spec) checkNode() error {
+	tmp, err := os.MkdirTemp("", "fenceline-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := s.NodeOptions().Args("n1", "127.0.0.1:6379", "http://127.0.0.1:8000", "127.0.0.1:0", "",
+		filepath.Join(tmp, "n1.jsonl"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s.Store != "" {
+		args = append(args, "--postgres", "postgres://postgres@127.0.0.1:5432/postgres") // connected to by nothing
+	}
+	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg == "" {
+			msg = "(it printed nothing)"
+		}
+		return fmt.Errorf("%s does not accept the nodes' settings (%v): %s", s.Binary, err, msg)
+	}
+	return nil
+}
+
+// checkNodeCmd runs the node protocol's conformance check (`fenceline node-check`) on
+// the command before the run, so that a node that exits at once, never answers, records
+// nothing or records malformed lines is refused with what it failed to do, not run for
+// minutes and then judged.
+func (s Spec) checkNodeCmd() error {
+	tmp, err := os.MkdirTemp("", "fenceline-node-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var out, errb strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := nodecheck.Run(ctx, nodecheck.Config{Cmd: s.NodeCmd, Binary: s.Binary, LeaseTTL: s.LeaseTTL,
+		Lead: 10 * s.LeaseTTL, Dir: tmp}, &out, &errb)
+	if code == exitcode.OK {
+		return nil
+	}
+	var msg []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "  ✗") || strings.HasPrefix(l, "  …") {
+			msg = append(msg, l)
+		}
+	}
+	msg = append(msg, strings.TrimSpace(errb.String()))
+	return fmt.Errorf("--node-cmd %q does not follow the node protocol (docs/node-protocol.md; 'fenceline node-check --node-cmd ...' shows the whole check):\n%s",
+		s.NodeCmd, strings.TrimSpace(strings.Join(msg, "\n")))
+}
+
+// Outcome is what one chaos run produced.
+type Outcome struct {
+	// Dir is the run directory; "" if it could not be created.
+	Dir string
+	// Code is the exit code of `fenceline chaos` for the run.
+	Code int
+	// Result is the checker's result; nil if the run was not checked.
+	Result *checker.Result
+	// RunErr is the harness's error, if any: it wraps harness.ErrIncomplete when the run
+	// could not be completed.
+	RunErr error
+}
+
+// Run makes the run directory under s.Out, runs the harness, checks the run, writes
+// its report and prints the summary to stdout. It blocks until all of that is done,
+// also when ctx is cancelled (the harness then heals and cleans up first). s must
+// have been prepared.
+func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
+	dir, err := NewRunDir(s.Out, s.Seed)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+		return Outcome{Code: exitcode.Usage, RunErr: err}
+	}
+	logLevel := slog.LevelInfo
+	if s.Quiet {
+		logLevel = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	cfg := harness.Config{
+		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
+		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
+		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
+		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
+	}
+	if s.Steps != nil {
+		cfg.ScheduleKind = "replayed"
+	} else if s.probes() {
+		// Generated here, then extended: still the seed's schedule, not a replay.
+		steps, err := cfg.Schedule()
+		if err != nil {
+			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
+			return Outcome{Code: exitcode.Usage, RunErr: err}
+		}
+		cfg.Steps = WithLoadRaceProbe(steps, s.LeaseTTL)
+	}
+	cfg.StartToken, cfg.StartCursor = s.Start()
+	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, cfg.StartToken, cfg.StartCursor)
+	runErr := harness.Run(ctx, cfg)
+	if runErr != nil && !errors.Is(runErr, harness.ErrIncomplete) {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
+		return Outcome{Dir: dir, Code: exitcode.Usage, RunErr: runErr}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, runErr)
+	}
+	// Histories and the audit copy are kept compressed (check and report read them
+	// either way): a long run's directory is an artifact CI systems keep. Before the
+	// check, so that the report links the files that exist.
+	if err := harness.CompressRun(dir); err != nil {
+		fmt.Fprintf(stderr, "fenceline %s: compress %s: %v\n", s.Cmd, dir, err)
+	}
+	code, res := judge.Dir(dir, stdout, stderr)
+	if runErr != nil && code == exitcode.OK {
+		// A run that could not be completed is never a pass.
+		code = exitcode.Unknown
+	}
+	if code == exitcode.Usage {
+		// The harness wrote this directory: what the checker cannot read in it is
+		// the run's failure (a torn record), not bad input from the user.
+		code = exitcode.Unknown
+	}
+	return Outcome{Dir: dir, Code: code, Result: res, RunErr: runErr}
+}
+
+// pickBackend returns the function that starts the chosen backend.
+func pickBackend(name, bin string) (func(context.Context, backend.Spec) (backend.Backend, error), string, error) {
+	switch name {
+	case "auto":
+		if docker.EngineAvailable(context.Background()) {
+			return pickBackend("docker", bin)
+		}
+		return pickBackend("local", bin)
+	case "docker":
+		return func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
+			c, err := container.Start(ctx, container.Config{Spec: spec})
+			if err != nil {
+				return nil, err // a plain nil: a typed nil *docker.Cluster is not a nil Cluster
+			}
+			return c, nil
+		}, "docker", nil
+	case "local":
+		return func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
+			c, err := proc.Start(ctx, proc.Config{Spec: spec, Binary: bin})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}, "local", nil
+	}
+	return nil, "", fmt.Errorf("unknown backend %q (local, docker, auto)", name)
+}
+
+// NewRunDir creates a new run directory <out>/<UTC timestamp>-<seed>[-k] and points
+// <out>/latest at it. The directory is created exclusively (os.Mkdir fails on one that
+// exists): two runs started in the same second with the same seed get two directories,
+// so that a run never reads or writes another's files.
+func NewRunDir(out string, seed int64) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	base := fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), seed)
+	name := base
+	for k := 2; ; k++ {
+		err := os.Mkdir(filepath.Join(out, name), 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || k > 1000 {
+			return "", err
+		}
+		name = fmt.Sprintf("%s-%d", base, k)
+	}
+	// Replace the link atomically: a link made under a private name and renamed over
+	// the old one, so that concurrent runs never see it missing or fail on it.
+	tmp := filepath.Join(out, fmt.Sprintf(".latest-%d-%s", os.Getpid(), name))
+	if err := os.Symlink(name, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(out, "latest")); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return filepath.Join(out, name), nil
+}
+
+// variantArg is the --variant to pass to nodes: none for the reference.
+func variantArg(v string) string {
+	if v == variants.Reference {
+		return ""
+	}
+	return v
+}
+
+// targetArg is the --target to pass to nodes: none for the reference.
+func targetArg(t string) string {
+	if t == targets.Reference {
+		return ""
+	}
+	return t
+}
+
+// version is the module version this binary was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return bi.Main.Version
+}

@@ -1,0 +1,128 @@
+//go:build chaos
+
+package nodecheck_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/nodecheck"
+	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// python returns a Python 3 that has redis-py: $FENCELINE_PYTHON, python3 on PATH, or
+// Debian's (a pyenv shim on PATH may lack the package). It fails the test when there is
+// none: the node protocol's proof is not skipped silently.
+func python(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("FENCELINE_PYTHON"), "python3", "/usr/bin/python3"} {
+		if p != "" && exec.Command(p, "-c", "import redis").Run() == nil {
+			return p
+		}
+	}
+	t.Fatal("no python3 with redis-py: install it with 'apt-get install -y python3-redis', or set FENCELINE_PYTHON")
+	return ""
+}
+
+// repo is the repository's root, where the example node lives.
+func repo(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func runCheck(t *testing.T, cmd string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := nodecheck.Run(context.Background(), nodecheck.Config{Cmd: cmd, Binary: testbin.Fenceline(t),
+		LeaseTTL: 2 * time.Second, Lead: 30 * time.Second, Dir: t.TempDir()}, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// The example Python node conforms: it leads, commits, records every operation whole and
+// its run is valid.
+func TestPythonNodeConforms(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	code, out, stderr := runCheck(t, python(t)+" "+filepath.Join(repo(t), "examples", "python-node", "node.py"))
+	if code != exitcode.OK || !strings.Contains(out, "\nconforms\n") || !strings.Contains(out, "the checker finds its run valid") {
+		t.Fatalf("exit %d, want 0 and conforms:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// A node that never records a completion is named, with the line of each open invoke.
+func TestOmittedCompletionsAreNamed(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	code, out, stderr := runCheck(t, python(t)+" "+filepath.Join("testdata", "omit_completions.py"))
+	if code != exitcode.Invalid || !strings.Contains(out, "line 1: acquire ") || !strings.Contains(out, "has no completion") ||
+		!strings.Contains(out, "does not conform") {
+		t.Fatalf("exit %d, want 1 naming the missing completions:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// A node that exits at once: exit 2, naming the node, what it did not do and its stderr.
+func TestNodeThatExitsAtOnce(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	code, _, stderr := runCheck(t, "echo cannot reach the ledger >&2; exit 3")
+	for _, want := range []string{"node n1 did not write its control address", "cannot reach the ledger"} {
+		if code != exitcode.Usage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 2 and %q in:\n%s", code, want, stderr)
+		}
+	}
+}
+
+// Chaos runs of the Python node: the fenced node is valid under every fault, its
+// --unfenced twin is caught under pauses and delays.
+func TestPythonNodeUnderChaos(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	node := python(t) + " " + filepath.Join(repo(t), "examples", "python-node", "node.py")
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, flag string
+		faults     []string
+		duration   time.Duration
+		want       checker.Verdict
+	}{
+		{"fenced", "", []string{"kill", "stop", "pause", "partition-reset", "partition-blackhole", "delay", "clock", "redis-restart"}, 15 * time.Second, checker.Valid},
+		{"unfenced", " --unfenced", []string{"pause", "delay"}, 40 * time.Second, checker.Invalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := chaosrun.Spec{Cmd: "chaos", Duration: tc.duration, Nodes: 3, Nemeses: tc.faults, Seed: 5,
+				Workload: wl, Backend: "local", LeaseTTL: 2 * time.Second, Variant: "reference",
+				NodeCmd: node + tc.flag, Out: t.TempDir(), Binary: testbin.Fenceline(t), Quiet: true}
+			if err := s.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			o := s.Run(context.Background(), &out, &errb)
+			if o.Result == nil || o.Result.Verdict != tc.want {
+				t.Fatalf("verdict %v (exit %d), want %s:\n%s\n%s", o.Result, o.Code, tc.want, out.String(), errb.String())
+			}
+			if tc.want == checker.Invalid && o.Result.Check(checker.CheckStaleWrite).Verdict != checker.Invalid {
+				t.Errorf("the unfenced twin's no-stale-write is %s, want invalid", o.Result.Check(checker.CheckStaleWrite).Verdict)
+			}
+		})
+	}
+}

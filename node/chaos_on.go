@@ -1,0 +1,176 @@
+//go:build chaos
+
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/failpoint"
+	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/listener/pgstore"
+	"github.com/fenceline/fenceline/node/skewclock"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/variants"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+// ChaosBuild is true in a chaos build: the variants, the fault hooks and the register
+// workload are compiled in.
+const ChaosBuild = true
+
+func chaosAvailable() error { return nil }
+
+func checkVariant(name string) error {
+	_, err := variants.ByName(name)
+	return err
+}
+
+func newStore(variant string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	return variants.Store(variant, client, cfg)
+}
+
+// plainStore is the store of an unfenced target: the plain write (variants.Plain).
+func plainStore(target string, client redis.UniversalClient, cfg listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
+	if _, err := targets.ByName(target); err != nil {
+		return nil, err
+	}
+	return variants.Plain(client, cfg)
+}
+
+func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Event]) (listener.Store[source.Event], error) {
+	return variants.PostgresStore(variant, pool, cfg)
+}
+
+func changeElector(variant string, e *election.Elector) error { return variants.Elector(variant, e) }
+
+// faultHooks adds the fault hooks to the control endpoint of a chaos node and returns
+// the clock its elector runs on: a skewable clock that POST /fault/clock?offset=&rate=
+// sets, and the failpoints (PUT /failpoint/NAME with the action as body, DELETE
+// /failpoint/NAME, DELETE /failpoint to disarm all, GET /failpoint). A node without
+// chaos gets no hook and the system clock.
+func faultHooks(chaos bool, mux *http.ServeMux) election.Clock {
+	if !chaos {
+		return election.SystemClock()
+	}
+	failpointHooks(mux)
+	skew := skewclock.New()
+	mux.HandleFunc("POST /fault/clock", func(w http.ResponseWriter, r *http.Request) {
+		offset, err := time.ParseDuration(r.URL.Query().Get("offset"))
+		if err != nil {
+			http.Error(w, "offset: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		rate, err := strconv.ParseFloat(r.URL.Query().Get("rate"), 64)
+		if err != nil {
+			http.Error(w, "rate: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := skew.SetRate(rate); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		skew.SetOffset(offset)
+		fmt.Fprintf(w, "{\"offset\":%q,\"rate\":%g}\n", offset, rate)
+	})
+	return skew
+}
+
+func failpointHooks(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /failpoint/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 256))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		a, err := failpoint.Arm(r.PathValue("name"), string(body))
+		switch {
+		case errors.Is(err, failpoint.ErrNotCompiled):
+			http.Error(w, err.Error(), http.StatusNotImplemented)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		default:
+			fmt.Fprintf(w, "{\"armed\":%q}\n", a)
+		}
+	})
+	mux.HandleFunc("DELETE /failpoint/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		if err := failpoint.Disarm(r.PathValue("name")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("DELETE /failpoint", func(http.ResponseWriter, *http.Request) { failpoint.DisarmAll() })
+	mux.HandleFunc("GET /failpoint", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(failpoint.Status())
+	})
+}
+
+// checkFailpoints checks the --failpoint settings (NAME=ACTION) without arming them.
+func checkFailpoints(specs []string) error {
+	for _, s := range specs {
+		name, action, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("--failpoint %q: want NAME=ACTION", s)
+		}
+		if err := failpoint.Check(name); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+		if _, err := failpoint.Parse(action); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+	}
+	if len(specs) > 0 && !failpoint.Enabled {
+		return fmt.Errorf("--failpoint: %w", failpoint.ErrNotCompiled)
+	}
+	return nil
+}
+
+// armFailpoints arms the --failpoint settings, checked by checkFailpoints.
+func armFailpoints(specs []string) error {
+	for _, s := range specs {
+		name, action, _ := strings.Cut(s, "=")
+		if _, err := failpoint.Arm(name, action); err != nil {
+			return fmt.Errorf("--failpoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// runRegister runs the register workload's clients of this node, with the node's store
+// (its variant), history and health.
+func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, stores storeMaker, rec *history.Recorder, st *state) error {
+	return workloads.RunRegister(ctx, workloads.RegisterConfig{
+		Node: cfg.ID, Clients: cfg.Clients, Election: cfg.Election, Client: client,
+		Store: func(id string) (listener.Store[source.Event], error) {
+			s, err := stores(id)
+			if err != nil {
+				return nil, err
+			}
+			return &trackingStore{Store: s, st: st}, nil
+		},
+		Recorder: func(id string) election.Recorder { return newElectionRecorder(rec, id, st.health) },
+	})
+}
+
+// VariantHelp lists the variants, for -h.
+func VariantHelp() string {
+	var b strings.Builder
+	b.WriteString("the design to run: reference, or one broken ON PURPOSE for self-validation (needs --chaos):")
+	for _, v := range variants.All()[1:] {
+		fmt.Fprintf(&b, "\n    %s: %s", v.Name, v.Description)
+	}
+	return b.String()
+}
