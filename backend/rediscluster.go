@@ -97,7 +97,7 @@ type ClusterSet struct {
 	mu         sync.Mutex
 	primary    [clusterShards]string // data node name per shard, as last seen
 	epoch      [clusterShards]int64  // its config epoch
-	promotions []Promotion           // of the election's shard
+	promotions promotionLog          // of the election's shard
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -367,7 +367,7 @@ func (s *ClusterSet) observe(n *clusterNode, me clusterView, at time.Time) {
 		s.epoch[k] = me.epoch
 	default:
 		if k == s.shard {
-			s.promotions = append(s.promotions, Promotion{Time: at, From: s.primary[k], To: n.name})
+			s.promotions.add(Promotion{Time: at, From: s.primary[k], To: n.name})
 		}
 		s.primary[k], s.epoch[k] = n.name, me.epoch
 	}
@@ -576,28 +576,13 @@ func (s *ClusterSet) replica() *clusterNode {
 	return nil
 }
 
-func (s *ClusterSet) promotionSince(since time.Time, from string) (Promotion, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.promotions {
-		if !p.Time.Before(since) && p.From == from {
-			return p, true
-		}
-	}
-	return Promotion{}, false
-}
-
 // Promotions returns every promotion of the election's shard seen so far, in order.
-func (s *ClusterSet) Promotions() []Promotion {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Promotion(nil), s.promotions...)
-}
+func (s *ClusterSet) Promotions() []Promotion { return s.promotions.all() }
 
 // WaitPromotion waits until the watcher has seen a promotion away from data node from
 // at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
 func (s *ClusterSet) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	return waitPromotion(ctx, since, from, s.promotionSince)
+	return s.promotions.wait(ctx, since, from)
 }
 
 // KillPrimary kills the election's primary (SIGKILL) and returns its name.

@@ -96,7 +96,7 @@ type SentinelSet struct {
 
 	mu         sync.Mutex
 	primary    string // data node name, as the last +switch-master said
-	promotions []Promotion
+	promotions promotionLog
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -302,7 +302,7 @@ func (s *SentinelSet) switched(payload string) {
 		p.From = from.Name
 	}
 	s.primary = to.Name
-	s.promotions = append(s.promotions, p)
+	s.promotions.add(p)
 }
 
 func (s *SentinelSet) byPeer(addr string) *dataNode {
@@ -328,18 +328,6 @@ func (s *SentinelSet) current() *dataNode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byName(s.primary)
-}
-
-// promotionSince returns the first promotion at or after since, away from from.
-func (s *SentinelSet) promotionSince(since time.Time, from string) (Promotion, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.promotions {
-		if !p.Time.Before(since) && p.From == from {
-			return p, true
-		}
-	}
-	return Promotion{}, false
 }
 
 // sentinelPrimary asks every Sentinel for the primary's address and returns the data
@@ -710,32 +698,11 @@ func (s *SentinelSet) ResumeReplicas(ctx context.Context) error { return s.resum
 // WaitPromotion waits until the Sentinels have announced a promotion away from data node
 // from at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
 func (s *SentinelSet) WaitPromotion(ctx context.Context, since time.Time, from string) (Promotion, error) {
-	return waitPromotion(ctx, since, from, s.promotionSince)
-}
-
-// waitPromotion waits until promotionSince reports a promotion away from data node from
-// at or after since, for at most SettleTimeout (an error wrapping ErrNoPromotion).
-func waitPromotion(ctx context.Context, since time.Time, from string, promotionSince func(time.Time, string) (Promotion, bool)) (Promotion, error) {
-	var p Promotion
-	err := WaitReady(ctx, "a promotion away from "+from, SettleTimeout, nil, func(context.Context) error {
-		var ok bool
-		if p, ok = promotionSince(since, from); !ok {
-			return errors.New("none announced yet")
-		}
-		return nil
-	})
-	if err != nil {
-		return Promotion{}, fmt.Errorf("%w: %v", ErrNoPromotion, err)
-	}
-	return p, nil
+	return s.promotions.wait(ctx, since, from)
 }
 
 // Promotions returns every promotion the Sentinels announced so far, in order.
-func (s *SentinelSet) Promotions() []Promotion {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Promotion(nil), s.promotions...)
-}
+func (s *SentinelSet) Promotions() []Promotion { return s.promotions.all() }
 
 // RedisRole returns data node name's role as it says itself ("master", "slave"), and for
 // a replica the name of the data node it replicates (whose link is up or not).
