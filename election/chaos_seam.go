@@ -58,6 +58,6 @@ func SetNoStepDownForChaos(e *Elector) error {
 	if e.running.Load() {
 		return ErrRunning
 	}
-	e.chaos.noStepDown = true
+	e.terms.chaos.noStepDown = true
 	return nil
 }

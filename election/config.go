@@ -89,8 +89,9 @@ type Config struct {
 	Recorder Recorder
 }
 
-// withDefaults returns c with every zero field set to its default.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its documented default: the
+// config that New and NewLeadership use. It does not validate c.
+func (c Config) WithDefaults() Config {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}

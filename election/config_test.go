@@ -61,7 +61,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{InstanceID: "a"}.withDefaults()
+	c := Config{InstanceID: "a"}.WithDefaults()
 	want := Config{InstanceID: "a", Name: "fenceline", LeaseTTL: 2 * time.Second, RenewInterval: 2 * time.Second / 3,
 		DriftMargin: 100 * time.Millisecond, RetryInterval: 500 * time.Millisecond, RequestTimeout: time.Second / 3}
 	if c.Name != want.Name || c.LeaseTTL != want.LeaseTTL || c.RenewInterval != want.RenewInterval ||

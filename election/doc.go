@@ -77,6 +77,15 @@
 // default, and a silently re-sent acquire, renew or release corrupts the history that
 // Recorder keeps: one invoke would stand for two executions.
 //
+// # A lock taken some other way
+//
+// Leadership is the term loop on its own: given a Term and a Lease (the renew and
+// release of a lock that something else acquired, such as another lock library), Lead
+// keeps the same local deadline, renews, steps down, records and releases as an Elector's
+// term does. The local step-down guarantee holds if Term.Start is a Clock reading from
+// before the request that set the lock was sent; the token guarantees hold only if the
+// caller draws Term.Token from a counter that never repeats, as the acquire script does.
+//
 // # Observability
 //
 // Logs (Config.Logger, silent by default) use constant messages — became-leader,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +24,7 @@ type Elector struct {
 	store   store
 	log     *slog.Logger
 	running atomic.Bool
-	chaos   chaosHooks // empty in a default build (chaos_off.go)
+	terms   *Leadership // leads each term won; holds the Status
 
 	// What the elector knows of the token counter, used only by Run's goroutine: floor is
 	// the highest token it has seen issued (in a lock it read, or one it won), and
@@ -38,10 +37,6 @@ type Elector struct {
 	// The holder OnNewLeader was last called with (Run's goroutine only).
 	lastLeader      string
 	lastLeaderToken int64
-
-	mu       sync.Mutex
-	status   Status
-	deadline time.Time // the local lease deadline while status.Role is RoleLeader
 }
 
 // New returns an Elector for the election cfg.Name on client. It sends nothing: Run does.
@@ -63,7 +58,7 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 		return nil, &ConfigError{Field: "client", Err: ErrRetryingClient, Reason: fmt.Sprintf(
 			"%v %s", ErrRetryingClient, redisretries.Refusal(client, n))}
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -72,21 +67,20 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 
 // newElector builds an Elector on any store; cfg must have its defaults and be valid.
 func newElector(s store, cfg Config) *Elector {
-	return &Elector{
-		cfg:    cfg,
-		store:  s,
-		log:    cfg.Logger.With(slog.String("election", cfg.Name), slog.String("instance", cfg.InstanceID)),
-		status: Status{Role: RoleFollower},
+	e := &Elector{
+		cfg:   cfg,
+		store: s,
+		log:   cfg.Logger.With(slog.String("election", cfg.Name), slog.String("instance", cfg.InstanceID)),
 	}
+	e.terms = newLeadership(cfg, e.log)
+	e.terms.failpoints = true
+	e.terms.started = func(t Term) { e.newLeader(t.Instance, t.Token) }
+	return e
 }
 
 // Status returns a snapshot of the elector's role and of the leader it last observed.
 // It does not block on Redis.
-func (e *Elector) Status() Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.status
-}
+func (e *Elector) Status() Status { return e.terms.Status() }
 
 // Check reports whether the elector is healthy in the sense of client-go's leader-election
 // health check: it returns an error wrapping ErrLeaseOverdue if the elector believes it
@@ -95,18 +89,7 @@ func (e *Elector) Status() Status {
 // goroutine is stuck (a Recorder, Metrics or OnNewLeader that blocks, a starved process).
 // A follower, or a leader within its lease, is healthy: Check returns nil. It does not
 // block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
-func (e *Elector) Check(maxTolerable time.Duration) error {
-	e.mu.Lock()
-	role, token, deadline := e.status.Role, e.status.Token, e.deadline
-	e.mu.Unlock()
-	if role != RoleLeader {
-		return nil
-	}
-	if over := e.cfg.Clock.Now().Sub(deadline); over > maxTolerable {
-		return fmt.Errorf("%w: term %d still led %v after its deadline (tolerated %v)", ErrLeaseOverdue, token, over, maxTolerable)
-	}
-	return nil
-}
+func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check(maxTolerable) }
 
 // Run campaigns until ctx is done, then returns nil. It blocks. Only one Run of an Elector
 // may be active at a time (ErrRunning otherwise); it may be called again after it returns.
@@ -169,7 +152,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term), sub subscription) (time.Duration, <-chan struct{}) {
 	sent := e.cfg.Clock.Now() // before the request: the lease is measured from here
 	complete := e.cfg.Recorder.Invoke(OpAcquire, 0)
-	rctx, cancel := e.requestContext(ctx)
+	rctx, cancel := e.terms.requestContext(ctx)
 	r, err := e.store.acquire(rctx, e.cfg.InstanceID, e.cfg.LeaseTTL)
 	cancel()
 	if ferr := hit("election/acquire-before-reply"); ferr != nil && err == nil {
@@ -208,7 +191,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 
 // lead leads term to its end and returns how long to wait before the next attempt.
 func (e *Elector) lead(ctx context.Context, term Term, lead func(context.Context, Term)) (time.Duration, <-chan struct{}) {
-	if e.leadTerm(ctx, term, lead) == ReasonLeadReturned {
+	if e.terms.Lead(ctx, term, e.lease(term.Token), term.Start, lead) == ReasonLeadReturned {
 		return e.cfg.RetryInterval, nil
 	}
 	return 0, nil
@@ -225,12 +208,12 @@ func (e *Elector) learn(token int64) {
 // the term if an acquire of this elector whose reply was lost took it, and releases the
 // lease otherwise (see Run). It returns how long to wait before the next attempt.
 func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term), sub subscription, token int64) (time.Duration, <-chan struct{}) {
-	value := LockValue(e.cfg.InstanceID, token)
+	lease := e.lease(token)
 	ours := (e.unresolved && e.floorKnown && token > e.floor) || token == e.adopting
 	e.learn(token)
 	e.adopting = 0
 	if !ours {
-		if e.release(ctx, token, value, "unused-own-lease") {
+		if e.terms.release(ctx, token, lease, "unused-own-lease") {
 			e.cfg.Metrics.Recovered(RecoveryReleased)
 			return 0, nil // the lease is free: campaign again at once
 		}
@@ -240,8 +223,8 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 	// sent, so the lease lasts at least LeaseTTL from the send time, as for an acquire.
 	sent := e.cfg.Clock.Now()
 	complete := e.cfg.Recorder.Invoke(OpAcquire, token)
-	rctx, cancel := e.requestContext(ctx)
-	ok, err := e.store.renew(rctx, value, e.cfg.LeaseTTL)
+	rctx, cancel := e.terms.requestContext(ctx)
+	ok, err := lease.Renew(rctx)
 	cancel()
 	switch {
 	case err != nil:
@@ -261,6 +244,21 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 	return e.lead(ctx, Term{Token: token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
 }
 
+// lease is the lease of this instance's term with token: the lock holding its value.
+func (e *Elector) lease(token int64) Lease {
+	return redisLease{s: e.store, value: LockValue(e.cfg.InstanceID, token), ttl: e.cfg.LeaseTTL}
+}
+
+// redisLease is a term's lease in the store. Its release also publishes the notice.
+type redisLease struct {
+	s     store
+	value string
+	ttl   time.Duration
+}
+
+func (l redisLease) Renew(ctx context.Context) (bool, error)   { return l.s.renew(ctx, l.value, l.ttl) }
+func (l redisLease) Release(ctx context.Context) (bool, error) { return l.s.release(ctx, l.value) }
+
 // sleep waits for d, a notice or ctx, whichever comes first.
 func (e *Elector) sleep(ctx context.Context, d time.Duration, notices <-chan struct{}) {
 	if d <= 0 {
@@ -275,216 +273,13 @@ func (e *Elector) sleep(ctx context.Context, d time.Duration, notices <-chan str
 	}
 }
 
-// requestContext bounds one request by RequestTimeout. It is detached from ctx's
-// cancellation: a request under way when ctx is cancelled gets its answer, so its outcome
-// is known and an acquired lease can still be released.
-func (e *Elector) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RequestTimeout)
-}
-
-type renewResult struct {
-	sent time.Time // Clock reading before the request was sent
-	ok   bool
-	err  error
-}
-
-// leadTerm runs one term: it calls lead, renews the lease while lead runs, ends the term
-// and cleans up. It returns why the term ended.
-func (e *Elector) leadTerm(ctx context.Context, term Term, lead func(context.Context, Term)) Reason {
-	cfg := e.cfg
-	value := LockValue(term.Instance, term.Token)
-	deadline := term.Start.Add(cfg.LeaseTTL - cfg.DriftMargin)
-	termCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	e.mu.Lock()
-	e.status = Status{Role: RoleLeader, Token: term.Token, Leader: term.Instance, LeaderToken: term.Token}
-	e.deadline = deadline
-	e.mu.Unlock()
-	cfg.Metrics.BecameLeader(term.Token)
-	e.log.Info("became-leader", slog.Int64("token", term.Token))
-	e.newLeader(term.Instance, term.Token)
-
-	var (
-		reason   Reason
-		leadDone chan struct{}    // closed when lead returns; nil once seen
-		renewing chan renewResult // the renewal in flight; nil if none
-	)
-	now := cfg.Clock.Now()
-	switch {
-	case ctx.Err() != nil:
-		reason = ReasonShutdown
-	case !now.Before(deadline) && !e.chaos.ignoreDeadline():
-		// The acquire's reply took so long that the lease may already be someone else's.
-		reason = ReasonLeaseExpired
-	default:
-		// Arm the timers before lead starts, each from a fresh reading, so that they are
-		// as close as possible to the absolute times they stand for.
-		deadlineT := cfg.Clock.NewTimer(deadline.Sub(cfg.Clock.Now()))
-		defer deadlineT.Stop()
-		renewT := cfg.Clock.NewTimer(term.Start.Add(cfg.RenewInterval).Sub(cfg.Clock.Now()))
-		defer renewT.Stop()
-		leadDone = make(chan struct{})
-		go func() {
-			defer close(leadDone)
-			lead(termCtx, term)
-		}()
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				reason = ReasonShutdown
-				break loop
-			case <-leadDone:
-				leadDone = nil
-				reason = ReasonLeadReturned
-				if ctx.Err() != nil {
-					reason = ReasonShutdown // lead saw the shutdown first
-				}
-				break loop
-			case <-deadlineT.C():
-				if e.chaos.ignoreDeadline() {
-					continue
-				}
-				reason = ReasonLeaseExpired
-				break loop
-			case <-renewT.C():
-				renewing = e.startRenew(ctx, term, value)
-			case r := <-renewing:
-				renewing = nil
-				now := cfg.Clock.Now()
-				switch {
-				case r.err != nil:
-					cfg.Metrics.RenewFailed()
-					e.log.Warn("renew-failed", slog.Int64("token", term.Token), slog.Any("error", r.err))
-				case !r.ok:
-					reason = ReasonRenewRejected
-					break loop
-				case !now.Before(deadline) && !e.chaos.ignoreDeadline():
-					// Confirmed too late: the deadline passed before we knew.
-					reason = ReasonLeaseExpired
-					break loop
-				default:
-					deadline = r.sent.Add(cfg.LeaseTTL - cfg.DriftMargin)
-					deadlineT.Reset(deadline.Sub(cfg.Clock.Now()))
-					e.mu.Lock()
-					e.deadline = deadline
-					e.mu.Unlock()
-				}
-				// One renewal in flight at a time; the next is due RenewInterval after
-				// this one was sent (at once if that has passed).
-				renewT.Reset(max(0, r.sent.Add(cfg.RenewInterval).Sub(cfg.Clock.Now())))
-			}
-		}
-	}
-
-	switch reason {
-	case ReasonLeaseExpired:
-		cancel(ErrLeaseExpired)
-	case ReasonRenewRejected:
-		cancel(ErrNotHeld)
-	case ReasonLeadReturned:
-		cancel(ErrLeadReturned)
-	default:
-		cancel(context.Cause(ctx))
-	}
-	e.stepDown(term, reason)
-	if leadDone != nil {
-		<-leadDone
-	}
-	if renewing != nil {
-		<-renewing // bounded by RequestTimeout if the client honours deadlines
-	}
-	if reason == ReasonShutdown || reason == ReasonLeadReturned {
-		e.release(ctx, term.Token, value, "")
-	}
-	return reason
-}
-
-// startRenew sends one renewal on a new goroutine. The returned channel (buffered)
-// receives its result; the caller must receive it before the term's cleanup ends.
-func (e *Elector) startRenew(ctx context.Context, term Term, value string) chan renewResult {
-	ch := make(chan renewResult, 1)
-	sent := e.cfg.Clock.Now()
-	complete := e.cfg.Recorder.Invoke(OpRenew, term.Token)
-	go func() {
-		ferr := hit("election/renew-before-send") // a late renewal: the deadline must fire
-		rctx, cancel := e.requestContext(ctx)
-		defer cancel()
-		start := time.Now() // metrics measure real time, not the injected clock
-		ok, err := false, ferr
-		if ferr == nil {
-			ok, err = e.store.renew(rctx, value, e.cfg.LeaseTTL)
-		}
-		switch {
-		case err != nil:
-			complete(Result{Outcome: Unknown, Token: term.Token, Err: err})
-		case ok:
-			e.cfg.Metrics.RenewAnswered(time.Since(start))
-			complete(Result{Outcome: OK, Token: term.Token})
-		default:
-			e.cfg.Metrics.RenewAnswered(time.Since(start))
-			complete(Result{Outcome: Fail, Token: term.Token, Err: ErrNotHeld})
-		}
-		ch <- renewResult{sent: sent, ok: ok, err: err}
-	}()
-	return ch
-}
-
-// release deletes the lock if it still holds value (token's) and publishes the release
-// notice. It reports whether Redis confirmed the release. why, if set, is logged as the
-// reason of a release that ends no term.
-func (e *Elector) release(ctx context.Context, token int64, value, why string) bool {
-	complete := e.cfg.Recorder.Invoke(OpRelease, token)
-	// A late release: the lease may have expired and been taken meanwhile.
-	ferr := hit("election/release-before-send")
-	rctx, cancel := e.requestContext(ctx)
-	ok, err := false, ferr
-	if ferr == nil {
-		ok, err = e.store.release(rctx, value)
-	}
-	cancel()
-	attrs := []any{slog.Int64("token", token)}
-	if why != "" {
-		attrs = append(attrs, slog.String("reason", why))
-	}
-	switch {
-	case err != nil:
-		complete(Result{Outcome: Unknown, Token: token, Err: err})
-		e.log.Warn("release-failed", append(attrs, slog.Any("error", err))...)
-	case ok:
-		complete(Result{Outcome: OK, Token: token})
-		e.log.Info("released", attrs...)
-	default:
-		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
-		e.log.Info("release-failed", append(attrs, slog.Any("error", ErrNotHeld))...)
-	}
-	return ok && err == nil
-}
-
-func (e *Elector) stepDown(term Term, reason Reason) {
-	e.mu.Lock()
-	e.status.Role, e.status.Token = RoleFollower, 0
-	e.mu.Unlock()
-	e.cfg.Metrics.LostLeadership(reason)
-	level := slog.LevelWarn
-	if reason == ReasonShutdown || reason == ReasonLeadReturned {
-		level = slog.LevelInfo
-	}
-	e.log.Log(context.Background(), level, "lost-leadership",
-		slog.Int64("token", term.Token), slog.String("reason", string(reason)))
-	e.cfg.Recorder.StepDown(term.Token, reason)
-}
-
 // observe notes the lock holder an acquire attempt found.
 func (e *Elector) observe(holder string) {
 	inst, token, err := ParseLockValue(holder)
 	if err != nil {
 		inst, token = holder, 0 // not ours to judge; show it as found
 	}
-	e.mu.Lock()
-	e.status.Leader, e.status.LeaderToken = inst, token
-	e.mu.Unlock()
+	e.terms.observe(inst, token)
 	if inst != "" {
 		e.newLeader(inst, token)
 	}

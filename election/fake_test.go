@@ -289,7 +289,7 @@ func newTestElector(t testing.TB, fs *fakeStore, cfg Config) (*Elector, *testRec
 	t.Helper()
 	rec := newTestRecorder()
 	cfg.Recorder = rec
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // Default timings with LeaseTTL 2s: renew every 666.67ms, deadline 1.9s after send,
 // request timeout 333ms, retry 500ms.
 const (
-	ttl        = 2 * time.Second
+	ttl        = DefaultLeaseTTL
 	renewEvery = ttl / 3
 	margin     = ttl / 20
 	localLease = ttl - margin // 1.9s

@@ -246,7 +246,7 @@ func TestCheck(t *testing.T) {
 		const tolerated = time.Second
 		fs := newFakeStore()
 		rec := &blockingRecorder{testRecorder: newTestRecorder(), unblock: make(chan struct{})}
-		cfg := Config{InstanceID: "a", Recorder: rec}.withDefaults()
+		cfg := Config{InstanceID: "a", Recorder: rec}.WithDefaults()
 		e := newElector(fs, cfg)
 		if err := e.Check(tolerated); err != nil {
 			t.Errorf("Check before Run = %v, want nil", err)

@@ -1,12 +1,10 @@
 package targets
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,78 +44,51 @@ type Config struct {
 
 // Elector runs a library's lock as a leader election. Create it with New.
 type Elector struct {
-	cfg    Config
+	cfg    election.Config // defaults applied
 	client redis.UniversalClient
 	lock   Lock
-
-	mu       sync.Mutex
-	status   election.Status
-	deadline time.Time
+	terms  *election.Leadership // leads each term won; holds the Status
 }
 
 // New returns an Elector for cfg.Target on client. It sends nothing. The client must not
-// retry commands (MaxRetries -1), as for election.New.
+// retry commands (MaxRetries -1), as for election.New. cfg's timings take their defaults
+// and are validated as election.New's are (a *election.ConfigError otherwise).
 func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	if client == nil || cfg.InstanceID == "" {
 		return nil, errors.New("targets: need a redis client and an InstanceID")
 	}
-	cfg.Name = cmp.Or(cfg.Name, election.DefaultName)
-	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, election.DefaultLeaseTTL)
-	cfg.RenewInterval = cmp.Or(cfg.RenewInterval, cfg.LeaseTTL/3)
-	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, cfg.LeaseTTL/4)
-	cfg.DriftMargin = cmp.Or(cfg.DriftMargin, cfg.LeaseTTL/20)
-	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, cfg.RenewInterval/2)
-	if cfg.RenewInterval >= cfg.LeaseTTL-cfg.DriftMargin || cfg.RequestTimeout >= cfg.RenewInterval {
-		return nil, fmt.Errorf("targets: need RequestTimeout < RenewInterval < LeaseTTL - DriftMargin (got %v, %v, %v - %v)",
-			cfg.RequestTimeout, cfg.RenewInterval, cfg.LeaseTTL, cfg.DriftMargin)
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = election.SystemClock()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	cfg.Logger = cfg.Logger.With(slog.String("target", cfg.Target))
-	if cfg.Recorder == nil {
-		cfg.Recorder = nopRecorder{}
+	ecfg := election.Config{
+		InstanceID: cfg.InstanceID, Name: cfg.Name, LeaseTTL: cfg.LeaseTTL, RenewInterval: cfg.RenewInterval,
+		RetryInterval: cfg.RetryInterval, DriftMargin: cfg.DriftMargin, RequestTimeout: cfg.RequestTimeout,
+		Clock: cfg.Clock, Logger: cfg.Logger, Recorder: cfg.Recorder,
+	}.WithDefaults()
+	ecfg.Logger = ecfg.Logger.With(slog.String("target", cfg.Target))
+	terms, err := election.NewLeadership(ecfg)
+	if err != nil {
+		return nil, err
 	}
 	var lock Lock
 	switch cfg.Target {
 	case Redsync, RedsyncFenced:
-		lock = NewRedsync(client, cfg.Name, cfg.LeaseTTL)
+		lock = NewRedsync(client, ecfg.Name, ecfg.LeaseTTL)
 	case Redislock, RedislockFenced:
-		lock = NewRedislock(client, cfg.Name, cfg.LeaseTTL)
+		lock = NewRedislock(client, ecfg.Name, ecfg.LeaseTTL)
 	default:
 		if _, err := ByName(cfg.Target); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("targets: %q elects with package election, not with a lock library", cfg.Target)
 	}
-	return &Elector{cfg: cfg, client: client, lock: lock, status: election.Status{Role: election.RoleFollower}}, nil
+	return &Elector{cfg: ecfg, client: client, lock: lock, terms: terms}, nil
 }
 
 // Status returns the elector's role and token. A library does not say who holds its lock,
-// so Leader is set only while this elector leads.
-func (e *Elector) Status() election.Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.status
-}
+// so Leader is set only once this elector has led.
+func (e *Elector) Status() election.Status { return e.terms.Status() }
 
 // Check returns an error if the elector believes it leads more than maxTolerable past its
 // local deadline (see election.Elector.Check).
-func (e *Elector) Check(maxTolerable time.Duration) error {
-	e.mu.Lock()
-	role, token, deadline := e.status.Role, e.status.Token, e.deadline
-	e.mu.Unlock()
-	if role != election.RoleLeader {
-		return nil
-	}
-	if over := e.cfg.Clock.Now().Sub(deadline); over > maxTolerable {
-		return fmt.Errorf("%w: term %d still led %v after its deadline (tolerated %v)", election.ErrLeaseOverdue, token, over, maxTolerable)
-	}
-	return nil
-}
+func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check(maxTolerable) }
 
 // Run campaigns until ctx is done, then returns nil. It blocks. Each time the lock is
 // taken and a token drawn, it calls lead(termCtx, term) on a new goroutine and extends the
@@ -129,7 +100,9 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t elec
 		term, err := e.acquire(ctx)
 		switch {
 		case err == nil:
-			if e.leadTerm(ctx, term, lead) == election.ReasonLeadReturned {
+			// The library's acquire retried: its lock was set after term.Start, at the
+			// latest now, so the first extend is due RenewInterval from now.
+			if e.terms.Lead(ctx, term, lockLease{e.lock}, e.cfg.Clock.Now(), lead) == election.ReasonLeadReturned {
 				e.sleep(ctx, e.cfg.RetryInterval)
 			}
 		case errors.Is(err, ErrHeld):
@@ -173,141 +146,22 @@ func (e *Elector) acquire(ctx context.Context) (election.Term, error) {
 	return election.Term{Token: token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: start}, nil
 }
 
-// leadTerm runs one term and returns why it ended.
-func (e *Elector) leadTerm(ctx context.Context, term election.Term, lead func(context.Context, election.Term)) election.Reason {
-	cfg := e.cfg
-	deadline := term.Start.Add(cfg.LeaseTTL - cfg.DriftMargin)
-	termCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	e.setLeader(term, deadline)
-	cfg.Logger.Info("became-leader", slog.Int64("token", term.Token))
+// lockLease is a Lock as the term loop sees it.
+type lockLease struct{ l Lock }
 
-	var reason election.Reason
-	leadDone := make(chan struct{})
-	type extended struct {
-		sent time.Time
-		err  error
-	}
-	var extending chan extended
-	if !cfg.Clock.Now().Before(deadline) {
-		// The acquire took so long that the lease may already be someone else's.
-		reason = election.ReasonLeaseExpired
-		close(leadDone)
-	} else {
-		deadlineT := cfg.Clock.NewTimer(deadline.Sub(cfg.Clock.Now()))
-		defer deadlineT.Stop()
-		renewT := cfg.Clock.NewTimer(cfg.RenewInterval)
-		defer renewT.Stop()
-		go func() {
-			defer close(leadDone)
-			lead(termCtx, term)
-		}()
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				reason = election.ReasonShutdown
-				break loop
-			case <-leadDone:
-				reason = election.ReasonLeadReturned
-				if ctx.Err() != nil {
-					reason = election.ReasonShutdown
-				}
-				break loop
-			case <-deadlineT.C():
-				reason = election.ReasonLeaseExpired
-				break loop
-			case <-renewT.C():
-				extending = make(chan extended, 1)
-				sent := cfg.Clock.Now()
-				complete := cfg.Recorder.Invoke(election.OpRenew, term.Token)
-				go func(ch chan extended) {
-					rctx, cancel := e.requestContext(ctx)
-					defer cancel()
-					err := e.lock.Extend(rctx)
-					switch {
-					case err == nil:
-						complete(election.Result{Outcome: election.OK, Token: term.Token})
-					case errors.Is(err, ErrNotHeld):
-						complete(election.Result{Outcome: election.Fail, Token: term.Token, Err: election.ErrNotHeld})
-					default:
-						complete(election.Result{Outcome: election.Unknown, Token: term.Token, Err: err})
-					}
-					ch <- extended{sent, err}
-				}(extending)
-			case r := <-extending:
-				extending = nil
-				switch {
-				case errors.Is(r.err, ErrNotHeld):
-					reason = election.ReasonRenewRejected
-					break loop
-				case r.err != nil:
-					cfg.Logger.Warn("renew-failed", slog.Int64("token", term.Token), slog.Any("error", r.err))
-				case !cfg.Clock.Now().Before(deadline):
-					reason = election.ReasonLeaseExpired
-					break loop
-				default:
-					deadline = r.sent.Add(cfg.LeaseTTL - cfg.DriftMargin)
-					deadlineT.Reset(deadline.Sub(cfg.Clock.Now()))
-					e.mu.Lock()
-					e.deadline = deadline
-					e.mu.Unlock()
-				}
-				renewT.Reset(max(0, r.sent.Add(cfg.RenewInterval).Sub(cfg.Clock.Now())))
-			}
-		}
-	}
-	switch reason {
-	case election.ReasonLeaseExpired:
-		cancel(election.ErrLeaseExpired)
-	case election.ReasonRenewRejected:
-		cancel(election.ErrNotHeld)
-	case election.ReasonLeadReturned:
-		cancel(election.ErrLeadReturned)
-	default:
-		cancel(context.Cause(ctx))
-	}
-	e.mu.Lock()
-	e.status.Role, e.status.Token = election.RoleFollower, 0
-	e.mu.Unlock()
-	cfg.Logger.Log(context.Background(), levelOf(reason), "lost-leadership",
-		slog.Int64("token", term.Token), slog.String("reason", string(reason)))
-	cfg.Recorder.StepDown(term.Token, reason)
-	<-leadDone
-	if extending != nil {
-		<-extending
-	}
-	if reason == election.ReasonShutdown || reason == election.ReasonLeadReturned {
-		e.release(ctx, term.Token)
-	}
-	return reason
-}
+func (l lockLease) Renew(ctx context.Context) (bool, error)   { return answered(l.l.Extend(ctx)) }
+func (l lockLease) Release(ctx context.Context) (bool, error) { return answered(l.l.Release(ctx)) }
 
-func (e *Elector) setLeader(term election.Term, deadline time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.status = election.Status{Role: election.RoleLeader, Token: term.Token, Leader: term.Instance, LeaderToken: term.Token}
-	e.deadline = deadline
-}
-
-// release releases the lock with a fresh deadline, also when ctx is done.
-func (e *Elector) release(ctx context.Context, token int64) {
-	complete := e.cfg.Recorder.Invoke(election.OpRelease, token)
-	rctx, cancel := e.requestContext(context.WithoutCancel(ctx))
-	defer cancel()
-	err := e.lock.Release(rctx)
-	attrs := []any{slog.Int64("token", token)}
+// answered turns a Lock's error into election.Lease's answer: ErrNotHeld is Redis saying
+// that the lock is not ours, any other error an unknown outcome.
+func answered(err error) (bool, error) {
 	switch {
 	case err == nil:
-		complete(election.Result{Outcome: election.OK, Token: token})
-		e.cfg.Logger.Info("released", attrs...)
+		return true, nil
 	case errors.Is(err, ErrNotHeld):
-		complete(election.Result{Outcome: election.Fail, Token: token, Err: election.ErrNotHeld})
-		e.cfg.Logger.Info("release-failed", append(attrs, slog.Any("error", err))...)
-	default:
-		complete(election.Result{Outcome: election.Unknown, Token: token, Err: err})
-		e.cfg.Logger.Warn("release-failed", append(attrs, slog.Any("error", err))...)
+		return false, nil
 	}
+	return false, err
 }
 
 func (e *Elector) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -323,15 +177,3 @@ func (e *Elector) sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
-
-func levelOf(r election.Reason) slog.Level {
-	if r == election.ReasonShutdown || r == election.ReasonLeadReturned {
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn
-}
-
-type nopRecorder struct{}
-
-func (nopRecorder) Invoke(election.Op, int64) func(election.Result) { return func(election.Result) {} }
-func (nopRecorder) StepDown(int64, election.Reason)                 {}
