@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
@@ -34,7 +35,7 @@ type Config struct {
 	Duration time.Duration
 	// Nodes is the number of nodes. Default 3.
 	Nodes int
-	// Nemeses are the fault kinds to inject (see nemesis.ParseList); empty: none.
+	// Nemeses are the fault kinds to inject (see faults.ParseList); empty: none.
 	Nemeses []string
 	// Workload is what the nodes do.
 	Workload workloads.Workload
@@ -143,7 +144,7 @@ func (c Config) Schedule() ([]nemesis.Step, error) {
 // volatile restart fault is scheduled.
 func (c Config) Persistent() bool {
 	for _, k := range c.Nemeses {
-		if k == nemesis.RedisRestartVolatile {
+		if k == faults.RedisRestartVolatile {
 			return false
 		}
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
-	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
 )
 
@@ -34,7 +34,7 @@ func config(t *testing.T, bin string, d time.Duration, seed int64) harness.Confi
 		t.Fatal(err)
 	}
 	return harness.Config{
-		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: nemesis.All,
+		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: faults.All(),
 		Workload: wl, Backend: "local",
 		Node: backend.NodeOptions{LeaseTTL: time.Second},
 		Start: func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/fenceline/fenceline/faults"
 )
 
 // clockFault changes a node's injected clock through its control endpoint. It is honest
@@ -15,7 +17,7 @@ import (
 // believes in a lease Redis has already expired — only the fence keeps that safe).
 type clockFault struct{}
 
-func (clockFault) Kind() string      { return Clock }
+func (clockFault) Kind() string      { return faults.Clock }
 func (clockFault) TargetsNode() bool { return true }
 
 func (clockFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/failpoint"
 )
 
@@ -67,13 +68,13 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 		return strings.Join(did, ", "), nil
 	}
 	switch f.kind {
-	case FPLateCommit:
+	case faults.FPLateCommit:
 		return arm(target, failpoint.ListenerBeforeCommit, stall(1.5), failpoint.RenewBeforeSend, stall(1.5))
-	case FPLateRenew:
+	case faults.FPLateRenew:
 		return arm(target, failpoint.RenewBeforeSend, stall(1.5))
-	case FPLateRelease, FPReleaseRace:
+	case faults.FPLateRelease, faults.FPReleaseRace:
 		point := failpoint.ReleaseBeforeSend
-		if f.kind == FPReleaseRace {
+		if f.kind == faults.FPReleaseRace {
 			point = failpoint.ReleaseBetweenSteps
 		}
 		did := []string{}
@@ -96,7 +97,7 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 			return strings.Join(append(did, what), ", "), err
 		}
 		return strings.Join(append(did, what), ", ") + ", then SIGTERM", c.StopNode(ctx, target)
-	case FPLoadRace:
+	case faults.FPLoadRace:
 		var did []string
 		for _, id := range c.Nodes() {
 			if id == target || !c.Running(id) {
@@ -115,7 +116,7 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 			return strings.Join(did, ", "), fmt.Errorf("nemesis: %w", err)
 		}
 		return strings.Join(append(did, fmt.Sprintf("latency %v upstream on %s", lat, target)), ", "), nil
-	case FPStallNewLeader:
+	case faults.FPStallNewLeader:
 		var did []string
 		for _, id := range c.Nodes() {
 			if id == target || !c.Running(id) {
@@ -144,7 +145,7 @@ func (f failpointFault) Heal(ctx context.Context, c Cluster, target string) (str
 		}
 	}
 	what := "disarmed"
-	if f.kind == FPLoadRace {
+	if f.kind == faults.FPLoadRace {
 		if err := removeToxics(ctx, c, target, toxicDelay); err != nil {
 			errs = append(errs, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -16,26 +17,26 @@ import (
 // over; a leader whose link is slowed past its lease (fp-load-race) loses it to a
 // standby. Healing disarms, removes the latency and restarts.
 func TestFailpointFaults(t *testing.T) {
-	for _, kind := range []string{nemesis.FPLateRenew, nemesis.FPStallNewLeader, nemesis.FPLateRelease, nemesis.FPLoadRace} {
+	for _, kind := range []string{faults.FPLateRenew, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPLoadRace} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			c := startCluster(t, 3, false)
 			old, tok := leader(t, c, 0)
 			f := inject(t, c, kind, old, nemesis.Params{})
 			switch kind {
-			case nemesis.FPLateRenew:
+			case faults.FPLateRenew:
 				if !c.Running(old) {
 					t.Fatalf("%s stopped running", old)
 				}
 				leader(t, c, tok, old)
-			case nemesis.FPStallNewLeader:
+			case faults.FPStallNewLeader:
 				leader(t, c, tok+1, old)
-			case nemesis.FPLateRelease:
+			case faults.FPLateRelease:
 				if c.Running(old) {
 					t.Fatalf("%s still running after the stop", old)
 				}
 				leader(t, c, tok, old)
-			case nemesis.FPLoadRace:
+			case faults.FPLoadRace:
 				if !c.Running(old) {
 					t.Fatalf("%s stopped running", old)
 				}

@@ -11,25 +11,6 @@ import (
 	"github.com/fenceline/fenceline/faults"
 )
 
-// Fault kinds, named in package faults. Each is one type in this package.
-const (
-	Kill                 = faults.Kill
-	Stop                 = faults.Stop
-	Pause                = faults.Pause
-	PartitionReset       = faults.PartitionReset
-	PartitionBlackhole   = faults.PartitionBlackhole
-	Delay                = faults.Delay
-	Clock                = faults.Clock
-	RedisRestart         = faults.RedisRestart
-	RedisRestartVolatile = faults.RedisRestartVolatile
-	FPLateCommit         = faults.FPLateCommit
-	FPLateRenew          = faults.FPLateRenew
-	FPLateRelease        = faults.FPLateRelease
-	FPReleaseRace        = faults.FPReleaseRace
-	FPStallNewLeader     = faults.FPStallNewLeader
-	FPLoadRace           = faults.FPLoadRace
-)
-
 // TargetRedis is the target of the Redis faults.
 const TargetRedis = "redis"
 
@@ -98,55 +79,40 @@ type Params struct {
 	LeaseTTL time.Duration
 }
 
-// All is every fault kind that the reference implementation must survive: `--nemesis all`.
-// RedisRestartVolatile is not in it: without persistence tokens repeat by design.
-var All = faults.All()
-
-// Known lists every fault kind.
-var Known = faults.Known()
-
 // ByKind returns the Fault of a kind.
 func ByKind(kind string) (Fault, error) {
 	switch kind {
-	case Kill:
+	case faults.Kill:
 		return killFault{}, nil
-	case Stop:
+	case faults.Stop:
 		return stopFault{}, nil
-	case Pause:
+	case faults.Pause:
 		return pauseFault{}, nil
-	case PartitionReset:
-		return partitionFault{kind: PartitionReset}, nil
-	case PartitionBlackhole:
-		return partitionFault{kind: PartitionBlackhole}, nil
-	case Delay:
+	case faults.PartitionReset:
+		return partitionFault{kind: faults.PartitionReset}, nil
+	case faults.PartitionBlackhole:
+		return partitionFault{kind: faults.PartitionBlackhole}, nil
+	case faults.Delay:
 		return delayFault{}, nil
-	case Clock:
+	case faults.Clock:
 		return clockFault{}, nil
-	case RedisRestart:
-		return redisRestartFault{kind: RedisRestart}, nil
-	case RedisRestartVolatile:
-		return redisRestartFault{kind: RedisRestartVolatile}, nil
+	case faults.RedisRestart:
+		return redisRestartFault{kind: faults.RedisRestart}, nil
+	case faults.RedisRestartVolatile:
+		return redisRestartFault{kind: faults.RedisRestartVolatile}, nil
 	case faults.PostgresRestart:
 		return postgresRestartFault{}, nil
 	case faults.PartitionPostgres:
 		return postgresPartitionFault{}, nil
-	case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace:
+	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace:
 		return failpointFault{kind: kind}, nil
-	case RedisFailover, RedisSwitchover, ReplicationDelay:
+	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil
-	case RedisIsolatePrimary:
+	case faults.RedisIsolatePrimary:
 		return &promotedFault{kind: kind, uncut: []string{toxicIsolateUp, toxicIsolateDown}}, nil
 	}
-	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", ErrUnknownFault, kind, strings.Join(Known, ", "))
+	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", faults.ErrUnknown, kind, strings.Join(faults.Known(), ", "))
 }
-
-// ErrUnknownFault is returned for a fault name that is not known.
-var ErrUnknownFault = faults.ErrUnknown
-
-// ParseList parses a comma-separated list of fault kinds: "all", "none", and "partition"
-// (both partition flavours) are accepted. The result is sorted and without duplicates.
-// An unknown name is an error wrapping ErrUnknownFault.
-func ParseList(s string) ([]string, error) { return faults.ParseList(s) }
 
 // HealAll heals every fault kind on every node and Redis, whatever is open. It is what
 // the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it

@@ -13,6 +13,7 @@ import (
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -92,16 +93,16 @@ func role(c backend.Backend, id string) string {
 // newer token; a paused leader stops renewing, loses the lease, and after SIGCONT finds
 // itself a follower. Healing brings the node back, as a follower.
 func TestProcessFaults(t *testing.T) {
-	for _, kind := range []string{nemesis.Kill, nemesis.Stop, nemesis.Pause} {
+	for _, kind := range []string{faults.Kill, faults.Stop, faults.Pause} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			c := startCluster(t, 3, false)
 			old, tok := leader(t, c, 0)
 			f := inject(t, c, kind, old, nemesis.Params{})
-			if kind != nemesis.Pause && c.Running(old) {
+			if kind != faults.Pause && c.Running(old) {
 				t.Fatalf("%s: node %s still running", kind, old)
 			}
-			if kind == nemesis.Pause {
+			if kind == faults.Pause {
 				// SIGSTOP takes effect when the kernel next schedules the node: a request
 				// already being served may still be answered.
 				eventually(t, 10*time.Second, "paused node "+old+" stops answering its control endpoint", func() bool {
@@ -126,7 +127,7 @@ func TestProcessFaults(t *testing.T) {
 // lease deadline although Redis is unreachable, a standby takes over, and after the heal
 // the old leader stays a follower.
 func TestPartitions(t *testing.T) {
-	for _, kind := range []string{nemesis.PartitionReset, nemesis.PartitionBlackhole} {
+	for _, kind := range []string{faults.PartitionReset, faults.PartitionBlackhole} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			c := startCluster(t, 3, false)
@@ -154,7 +155,7 @@ func TestDelay(t *testing.T) {
 	var tries []string
 	for round := 1; round <= 3; round++ {
 		old, tok := leader(t, c, 0)
-		f := inject(t, c, nemesis.Delay, old, nemesis.Params{Magnitude: 1})
+		f := inject(t, c, faults.Delay, old, nemesis.Params{Magnitude: 1})
 		leader(t, c, tok, old)
 		// Wait for the delayed requests to land, then heal.
 		time.Sleep(nemesis.DelayLatency(nemesis.Params{Magnitude: 1, LeaseTTL: lease}) + lease)
@@ -177,13 +178,13 @@ func TestClock(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, false)
 	old, tok := leader(t, c, 0)
-	f := inject(t, c, nemesis.Clock, old, nemesis.Params{Variant: 2}) // rate 0.25
+	f := inject(t, c, faults.Clock, old, nemesis.Params{Variant: 2}) // rate 0.25
 	leader(t, c, tok, old)
 	eventually(t, electTimeout, old+" steps down", func() bool { return role(c, old) == "follower" })
 	heal(t, c, f, old)
 
 	cur, tok2 := leader(t, c, 0)
-	f = inject(t, c, nemesis.Clock, cur, nemesis.Params{Variant: 0}) // jump forward
+	f = inject(t, c, faults.Clock, cur, nemesis.Params{Variant: 0}) // jump forward
 	_, tok3 := leader(t, c, tok2)
 	heal(t, c, f, cur)
 	if tok3 <= tok2 {
@@ -196,9 +197,9 @@ func TestClock(t *testing.T) {
 // tokens repeat — which is why the harness runs Redis with persistence.
 func TestRedisRestart(t *testing.T) {
 	for _, volatile := range []bool{false, true} {
-		kind := nemesis.RedisRestart
+		kind := faults.RedisRestart
 		if volatile {
-			kind = nemesis.RedisRestartVolatile
+			kind = faults.RedisRestartVolatile
 		}
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 )
 
 // Toxic names, so that heal removes exactly what inject added.
@@ -26,7 +27,7 @@ func (partitionFault) TargetsNode() bool { return true }
 
 func (f partitionFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
 	typ, what := "reset_peer", "connections reset"
-	if f.kind == PartitionBlackhole {
+	if f.kind == faults.PartitionBlackhole {
 		typ, what = "timeout", "data dropped, connections hang"
 	}
 	// Toxicity 1: a toxicity of 0 would mean "never fire".
@@ -50,7 +51,7 @@ func (partitionFault) Heal(ctx context.Context, c Cluster, target string) (strin
 // write sent while the node led lands after a newer leader exists: the fence must reject it.
 type delayFault struct{}
 
-func (delayFault) Kind() string      { return Delay }
+func (delayFault) Kind() string      { return faults.Delay }
 func (delayFault) TargetsNode() bool { return true }
 
 func (delayFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {

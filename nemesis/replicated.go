@@ -10,16 +10,6 @@ import (
 	"github.com/fenceline/fenceline/faults"
 )
 
-// The faults of a replicated Redis topology. Each acts on the data nodes, not on a node
-// of the election, and its heal waits for what Redis does about it: the promotion, then
-// a settled topology (one primary, the others its replicas, the old primary among them).
-const (
-	RedisFailover       = faults.RedisFailover
-	RedisSwitchover     = faults.RedisSwitchover
-	RedisIsolatePrimary = faults.RedisIsolatePrimary
-	ReplicationDelay    = faults.ReplicationDelay
-)
-
 // Replicated is what the Redis faults need of a cluster with replicas; the local
 // backend's sentinel and cluster topologies have it. It is found by type assertion: a cluster without
 // it cannot take these faults.
@@ -73,13 +63,13 @@ func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Param
 	}
 	f.at = time.Now()
 	switch f.kind {
-	case RedisFailover:
+	case faults.RedisFailover:
 		f.old, err = r.KillPrimary(ctx)
 		return "SIGKILL of the primary " + f.old, err
-	case RedisSwitchover:
+	case faults.RedisSwitchover:
 		f.old, err = r.Switchover(ctx)
 		return "planned failover (SENTINEL FAILOVER or CLUSTER FAILOVER) of the primary " + f.old, err
-	case RedisIsolatePrimary:
+	case faults.RedisIsolatePrimary:
 		// A blackhole, not a reset: the Sentinels must see silence, as from a primary
 		// behind a broken switch, and the replicas keep a link that carries nothing.
 		attrs := map[string]any{"timeout": 0}
@@ -87,7 +77,7 @@ func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Param
 			backend.Toxic{Name: toxicIsolateUp, Type: "timeout", Stream: "upstream", Toxicity: 1, Attributes: attrs},
 			backend.Toxic{Name: toxicIsolateDown, Type: "timeout", Stream: "downstream", Toxicity: 1, Attributes: attrs})
 		return "primary " + f.old + " cut off from its replicas and the Sentinels (or the cluster bus); the nodes still reach it", err
-	case ReplicationDelay:
+	case faults.ReplicationDelay:
 		// The replicas stop applying the stream while the primary goes on acknowledging
 		// writes; the primary dies while they lag; they resume and one is promoted
 		// without the writes of the lag. (A toxiproxy latency on the replication link
@@ -162,7 +152,7 @@ var switchoverRetry = 5 * time.Second
 // waitPromotion waits for the promotion the fault causes. A switchover that Redis
 // abandoned is asked for again, as an operator would, until the heal's bound.
 func (f *promotedFault) waitPromotion(ctx context.Context, r Replicated) (backend.Promotion, error) {
-	if f.kind != RedisSwitchover {
+	if f.kind != faults.RedisSwitchover {
 		return r.WaitPromotion(ctx, f.at, f.old)
 	}
 	deadline := time.Now().Add(backend.SettleTimeout)

@@ -118,7 +118,7 @@ func commitsAgain(t *testing.T, c backend.Backend) {
 func TestReplicatedFaultNeedsReplicas(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 1, false)
-	f, err := nemesis.ByKind(nemesis.RedisFailover)
+	f, err := nemesis.ByKind(faults.RedisFailover)
 	if err != nil {
 		t.Fatal(err)
 	}

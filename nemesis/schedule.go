@@ -66,15 +66,15 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	faults := make([]Fault, 0, len(o.Kinds))
+	chosen := make([]Fault, 0, len(o.Kinds))
 	for _, k := range o.Kinds {
 		f, err := ByKind(k)
 		if err != nil {
 			return nil, err
 		}
-		faults = append(faults, f)
+		chosen = append(chosen, f)
 	}
-	if len(faults) == 0 {
+	if len(chosen) == 0 {
 		return nil, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x6e656d65736973)) // "nemesis"
@@ -85,7 +85,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 	var steps []Step
 	at := between(0.25, 0.75)
 	for at < o.Duration {
-		f := faults[rng.IntN(len(faults))]
+		f := chosen[rng.IntN(len(chosen))]
 		s := Step{At: at, Kind: f.Kind(), Params: Params{
 			Variant:   rng.IntN(3),
 			Magnitude: rng.Float64(),
@@ -99,21 +99,21 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			}
 		}
 		switch s.Kind {
-		case Kill, Stop:
+		case faults.Kill, faults.Stop:
 			s.Params.Hold = between(0.5, 1.5)
-		case Pause, PartitionReset, PartitionBlackhole:
+		case faults.Pause, faults.PartitionReset, faults.PartitionBlackhole:
 			s.Params.Hold = between(1.5, 2.5)
-		case Delay:
+		case faults.Delay:
 			// Long enough for a write sent before the fault to arrive while it holds.
 			s.Params.Hold = DelayLatency(s.Params) + lease/2
-		case Clock:
+		case faults.Clock:
 			s.Params.Hold = between(2, 3)
-		case RedisRestart, RedisRestartVolatile:
+		case faults.RedisRestart, faults.RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
-		case FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace:
+		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
-		case RedisFailover, RedisSwitchover, RedisIsolatePrimary, ReplicationDelay:
+		case faults.RedisFailover, faults.RedisSwitchover, faults.RedisIsolatePrimary, faults.ReplicationDelay:
 			// Sentinel needs its down-after (1 s) and an election; the heal waits for
 			// the rest. Sentinel spaces two failovers by twice its failover-timeout (4 s).
 			// A cluster needs its node timeout (1 s) and an election the same way.

@@ -9,7 +9,7 @@ import (
 )
 
 func TestScheduleDeterministic(t *testing.T) {
-	o := ScheduleOptions{Seed: 42, Kinds: All, Duration: 5 * time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3}
+	o := ScheduleOptions{Seed: 42, Kinds: faults.All(), Duration: 5 * time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3}
 	a, err := NewSchedule(o)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestScheduleDeterministic(t *testing.T) {
 	if len(a) < 30 {
 		t.Fatalf("5 minutes gave %d faults, want >= 30", len(a))
 	}
-	for _, k := range All {
+	for _, k := range faults.All() {
 		if kinds[k] == 0 {
 			t.Errorf("no %s fault in a 5-minute schedule", k)
 		}
@@ -41,21 +41,21 @@ func TestScheduleDeterministic(t *testing.T) {
 }
 
 func TestParseList(t *testing.T) {
-	got, err := ParseList("kill, partition,kill")
+	got, err := faults.ParseList("kill, partition,kill")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{Kill, PartitionBlackhole, PartitionReset}
+	want := []string{faults.Kill, faults.PartitionBlackhole, faults.PartitionReset}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if got, _ := ParseList("none"); len(got) != 0 {
+	if got, _ := faults.ParseList("none"); len(got) != 0 {
 		t.Fatalf("none gave %v", got)
 	}
-	if got, _ := ParseList("all"); len(got) != len(All) {
+	if got, _ := faults.ParseList("all"); len(got) != len(faults.All()) {
 		t.Fatalf("all gave %v", got)
 	}
-	if _, err := ParseList("kill,explode"); err == nil {
+	if _, err := faults.ParseList("kill,explode"); err == nil {
 		t.Fatal("unknown fault accepted")
 	}
 }

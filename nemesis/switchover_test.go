@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 )
 
 // abortingSentinels is a topology whose first planned switchover Redis abandons
@@ -59,7 +60,7 @@ func TestSwitchoverAbandonedIsAskedAgain(t *testing.T) {
 	defer func(d time.Duration) { switchoverRetry = d }(switchoverRetry)
 	switchoverRetry = 50 * time.Millisecond
 	c := &abortingSentinels{}
-	f, err := ByKind(RedisSwitchover)
+	f, err := ByKind(faults.RedisSwitchover)
 	if err != nil {
 		t.Fatal(err)
 	}

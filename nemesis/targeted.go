@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/node"
 )
@@ -44,13 +45,13 @@ func Moments() []string {
 // momentsOf are the moments at which a fault kind is aimed by a targeted schedule: where
 // it makes a dangerous interleaving likely. A kind not listed is not aimed.
 var momentsOf = map[string][]string{
-	Kill:               {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRelease},
-	Stop:               {MomentAcquired, MomentBeforeCommit},
-	Pause:              {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRenew, MomentRelease},
-	PartitionReset:     {MomentAcquired, MomentBeforeCommit, MomentRenew, MomentRelease},
-	PartitionBlackhole: {MomentAcquired, MomentBeforeCommit, MomentRenew, MomentRelease},
-	Delay:              {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRenew, MomentRelease},
-	Clock:              {MomentAcquired, MomentBeforeCommit, MomentRenew},
+	faults.Kill:               {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRelease},
+	faults.Stop:               {MomentAcquired, MomentBeforeCommit},
+	faults.Pause:              {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRenew, MomentRelease},
+	faults.PartitionReset:     {MomentAcquired, MomentBeforeCommit, MomentRenew, MomentRelease},
+	faults.PartitionBlackhole: {MomentAcquired, MomentBeforeCommit, MomentRenew, MomentRelease},
+	faults.Delay:              {MomentAcquired, MomentAfterLoad, MomentBeforeCommit, MomentRenew, MomentRelease},
+	faults.Clock:              {MomentAcquired, MomentBeforeCommit, MomentRenew},
 }
 
 // Schedule kinds (ScheduleOptions.Kind, `--schedule`).
@@ -324,13 +325,13 @@ func (m *momentFault) release(ctx context.Context, c Cluster) error {
 // process answers no disarm; it goes on from the moment when it is resumed), any other
 // fault at once after injecting it.
 func (m *momentFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
-	if m.inner.Kind() == Stop || !m.held {
+	if m.inner.Kind() == faults.Stop || !m.held {
 		rerr := m.release(ctx, c)
 		what, err := m.inner.Inject(ctx, c, target, p)
 		return what, errors.Join(rerr, err)
 	}
 	what, err := m.inner.Inject(ctx, c, target, p)
-	if m.inner.Kind() == Pause {
+	if m.inner.Kind() == faults.Pause {
 		return what + " (held at " + m.moment + " until resumed)", err
 	}
 	return what + ", let go", errors.Join(err, m.release(ctx, c))
@@ -344,7 +345,7 @@ func (m *momentFault) Heal(ctx context.Context, c Cluster, target string) (strin
 	var what string
 	var errs []error
 	healed := false
-	if m.inner.Kind() == Pause {
+	if m.inner.Kind() == faults.Pause {
 		w, err := m.inner.Heal(ctx, c, target)
 		what, healed, errs = w, true, append(errs, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/node"
 )
 
@@ -69,7 +70,7 @@ func (f *fakeCluster) NodeStatus(_ context.Context, id string) (node.Status, err
 // that leader.
 func TestMomentThatNeverComes(t *testing.T) {
 	c := &fakeCluster{nodes: []string{"n1", "n2", "n3"}, leader: "n1", stopped: map[string]bool{}}
-	f, err := ForStep(Step{Kind: Kill, Moment: MomentAcquired})
+	f, err := ForStep(Step{Kind: faults.Kill, Moment: MomentAcquired})
 	if err != nil {
 		t.Fatal(err)
 	}

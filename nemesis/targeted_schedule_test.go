@@ -5,13 +5,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/faults"
 )
 
 // A targeted schedule is the random one with the same seed, its node faults aimed at
 // moments: the same kinds, times and holds, every aimable step aimed at one of its
 // kind's moments and at the leader. Mixed aims some; an unknown kind is an error.
 func TestTargetedSchedule(t *testing.T) {
-	o := ScheduleOptions{Seed: 42, Kinds: All, Duration: 5 * time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3}
+	o := ScheduleOptions{Seed: 42, Kinds: faults.All(), Duration: 5 * time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3}
 	random, err := NewSchedule(o)
 	if err != nil {
 		t.Fatal(err)
@@ -65,17 +67,17 @@ func TestTargetedSchedule(t *testing.T) {
 }
 
 func TestForStep(t *testing.T) {
-	if f, err := ForStep(Step{Kind: Pause, Moment: MomentBeforeCommit}); err != nil {
+	if f, err := ForStep(Step{Kind: faults.Pause, Moment: MomentBeforeCommit}); err != nil {
 		t.Fatal(err)
-	} else if _, ok := f.(Aimer); !ok || f.Kind() != Pause {
+	} else if _, ok := f.(Aimer); !ok || f.Kind() != faults.Pause {
 		t.Fatalf("%T, want an aimed pause", f)
 	}
-	if f, err := ForStep(Step{Kind: Pause}); err != nil {
+	if f, err := ForStep(Step{Kind: faults.Pause}); err != nil {
 		t.Fatal(err)
 	} else if _, ok := f.(Aimer); ok {
 		t.Fatal("a step without a moment is aimed")
 	}
-	if _, err := ForStep(Step{Kind: RedisRestart, Moment: MomentRelease}); err == nil {
+	if _, err := ForStep(Step{Kind: faults.RedisRestart, Moment: MomentRelease}); err == nil {
 		t.Fatal("a Redis restart aimed at a release")
 	}
 }

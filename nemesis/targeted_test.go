@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -49,7 +50,7 @@ func TestAimedAtAcquired(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, false)
 	old, tok := leader(t, c, 0)
-	f, held, what := aim(t, c, nemesis.Kill, nemesis.MomentAcquired, old)
+	f, held, what := aim(t, c, faults.Kill, nemesis.MomentAcquired, old)
 	landed := time.Now().UnixNano()
 	if held == old || !strings.Contains(what, "held at election/acquire-after-win") {
 		t.Fatalf("held %s (%s); want a successor of %s held just after it won", held, what, old)
@@ -84,7 +85,7 @@ func TestAimedBeforeCommit(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, false)
 	id, tok := leader(t, c, 0)
-	f, held, _ := aim(t, c, nemesis.Pause, nemesis.MomentBeforeCommit, id)
+	f, held, _ := aim(t, c, faults.Pause, nemesis.MomentBeforeCommit, id)
 	if held != id {
 		t.Fatalf("held %s, want the leader %s", held, id)
 	}
@@ -112,7 +113,7 @@ func TestAimedAtRelease(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, false)
 	id, tok := leader(t, c, 0)
-	f, held, what := aim(t, c, nemesis.Pause, nemesis.MomentRelease, id)
+	f, held, what := aim(t, c, faults.Pause, nemesis.MomentRelease, id)
 	if held != id || !strings.Contains(what, "held at election/release-before-send") {
 		t.Fatalf("held %s (%s), want the leader %s held before its release", held, what, id)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fenceline/fenceline/backend/container"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/docker"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
@@ -206,14 +207,14 @@ func TestFaults(t *testing.T) {
 		starts[id] = 1
 	}
 
-	for _, kind := range []string{nemesis.Kill, nemesis.Stop, nemesis.Pause, nemesis.PartitionBlackhole, nemesis.PartitionReset} {
+	for _, kind := range []string{faults.Kill, faults.Stop, faults.Pause, faults.PartitionBlackhole, faults.PartitionReset} {
 		t.Run(kind, func(t *testing.T) {
 			f := fault(t, kind)
 			t0 := time.Now()
 			if _, err := f.Inject(ctx, c, leader, p); err != nil {
 				t.Fatal(err)
 			}
-			if (kind == nemesis.Kill || kind == nemesis.Stop) == c.Running(leader) {
+			if (kind == faults.Kill || kind == faults.Stop) == c.Running(leader) {
 				t.Fatalf("after %s, running(%s) = %v", kind, leader, c.Running(leader))
 			}
 			next, ntok := waitLeader(t, c, tok, leader)
@@ -221,7 +222,7 @@ func TestFaults(t *testing.T) {
 			if _, err := f.Heal(ctx, c, leader); err != nil {
 				t.Fatal(err)
 			}
-			if kind == nemesis.Kill || kind == nemesis.Stop {
+			if kind == faults.Kill || kind == faults.Stop {
 				starts[leader]++
 			}
 			if !c.Running(leader) {
@@ -233,8 +234,8 @@ func TestFaults(t *testing.T) {
 		})
 	}
 
-	t.Run(nemesis.Clock, func(t *testing.T) {
-		f := fault(t, nemesis.Clock)
+	t.Run(faults.Clock, func(t *testing.T) {
+		f := fault(t, faults.Clock)
 		for v := range 3 {
 			p.Variant = v
 			if _, err := f.Inject(ctx, c, leader, p); err != nil {
@@ -248,10 +249,10 @@ func TestFaults(t *testing.T) {
 		commits = waitCommits(t, c, commits)
 	})
 
-	t.Run(nemesis.RedisRestart, func(t *testing.T) {
+	t.Run(faults.RedisRestart, func(t *testing.T) {
 		before := tokenCounter(t, c)
 		addr := c.RedisAddr()
-		f := fault(t, nemesis.RedisRestart)
+		f := fault(t, faults.RedisRestart)
 		if _, err := f.Inject(ctx, c, nemesis.TargetRedis, p); err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +360,7 @@ func harnessConfig(t *testing.T, d time.Duration, seed int64, ids *[]string) har
 		t.Fatal(err)
 	}
 	return harness.Config{
-		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: nemesis.All,
+		Dir: t.TempDir(), Seed: seed, Duration: d, Nodes: 3, Nemeses: faults.All(),
 		Workload: wl, Backend: "docker",
 		Node: backend.NodeOptions{LeaseTTL: lease},
 		Start: func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {

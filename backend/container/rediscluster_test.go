@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -25,7 +26,7 @@ func TestClusterFaults(t *testing.T) {
 	ctx := context.Background()
 	waitLeader(t, c, 0)
 	commits := waitCommits(t, c, 0)
-	for _, kind := range []string{nemesis.RedisIsolatePrimary, nemesis.RedisFailover} {
+	for _, kind := range []string{faults.RedisIsolatePrimary, faults.RedisFailover} {
 		before := len(c.Promotions())
 		f := fault(t, kind)
 		what, err := f.Inject(ctx, c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: lease})

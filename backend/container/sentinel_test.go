@@ -12,6 +12,7 @@ import (
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/backend/container"
 	"github.com/fenceline/fenceline/docker"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -38,7 +39,7 @@ func TestSentinelFailover(t *testing.T) {
 	if r, _, _, err := c.RedisRole(ctx, "r1"); err != nil || r != "master" {
 		t.Fatalf("r1: role %q, %v; want master", r, err)
 	}
-	f := fault(t, nemesis.RedisFailover)
+	f := fault(t, faults.RedisFailover)
 	what, err := f.Inject(ctx, c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: lease})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestSentinelFailover(t *testing.T) {
 	commits = waitCommits(t, c, commits)
 	// A partition cuts a node off from every data node and Sentinel: it loses the lease.
 	leader, tok := waitLeader(t, c, 0)
-	p := fault(t, nemesis.PartitionBlackhole)
+	p := fault(t, faults.PartitionBlackhole)
 	if _, err := p.Inject(ctx, c, leader, nemesis.Params{LeaseTTL: lease}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/backend/proc"
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -217,7 +218,7 @@ func TestPartitionedLeader(t *testing.T) {
 	dir := c.Dir()
 	old, tok := waitLeader(t, c, 0)
 	firstCommit(t, c, dir, tok-1, 10*time.Second)
-	f, _ := nemesis.ByKind(nemesis.PartitionBlackhole)
+	f, _ := nemesis.ByKind(faults.PartitionBlackhole)
 	t0 := time.Now()
 	if _, err := f.Inject(context.Background(), c, old, nemesis.Params{}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -32,15 +33,15 @@ func TestShrinkFindsTheOneFault(t *testing.T) {
 		return nemesis.Step{At: at, Kind: kind, Target: nemesis.Target{Leader: true}, Params: p}
 	}
 	steps := []nemesis.Step{
-		step(500*time.Millisecond, nemesis.Kill, 500*time.Millisecond),
-		step(2500*time.Millisecond, nemesis.RedisRestartVolatile, 200*time.Millisecond),
-		step(4*time.Second, nemesis.Stop, 500*time.Millisecond),
+		step(500*time.Millisecond, faults.Kill, 500*time.Millisecond),
+		step(2500*time.Millisecond, faults.RedisRestartVolatile, 200*time.Millisecond),
+		step(4*time.Second, faults.Stop, 500*time.Millisecond),
 	}
 	steps[1].Target = nemesis.Target{}
 	for name, v := range map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
 			Variant: "volatile-redis", Backend: "local", LeaseTTL: lease, Duration: 8 * time.Second,
-			Nemeses: []string{nemesis.Kill, nemesis.RedisRestartVolatile, nemesis.Stop}},
+			Nemeses: []string{faults.Kill, faults.RedisRestartVolatile, faults.Stop}},
 		history.ScheduleFile: steps,
 		"results.json":       map[string]string{"verdict": "invalid"},
 	} {
@@ -58,7 +59,7 @@ func TestShrinkFindsTheOneFault(t *testing.T) {
 	if err == nil {
 		err = json.Unmarshal(b, &got)
 	}
-	if err != nil || len(got) != 1 || got[0].Kind != nemesis.RedisRestartVolatile || got[0].At != steps[0].At {
+	if err != nil || len(got) != 1 || got[0].Kind != faults.RedisRestartVolatile || got[0].At != steps[0].At {
 		t.Fatalf("shrunk schedule %s (%v); want the volatile restart alone, at the original's first fault's time", b, err)
 	}
 	var dir string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/nemesis"
@@ -24,11 +25,11 @@ func TestAimedPauseCatchesNoFence(t *testing.T) {
 	t.Setenv(passwordEnv, "")
 	orig := t.TempDir()
 	lease := time.Second
-	steps := []nemesis.Step{{At: 500 * time.Millisecond, Kind: nemesis.Pause, Target: nemesis.Target{Leader: true},
+	steps := []nemesis.Step{{At: 500 * time.Millisecond, Kind: faults.Pause, Target: nemesis.Target{Leader: true},
 		Moment: nemesis.MomentBeforeCommit, Params: nemesis.Params{LeaseTTL: lease, Hold: 2500 * time.Millisecond}}}
 	for name, v := range map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 9, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
-			Variant: "no-fence", Backend: "local", LeaseTTL: lease, Duration: 6 * time.Second, Nemeses: []string{nemesis.Pause}},
+			Variant: "no-fence", Backend: "local", LeaseTTL: lease, Duration: 6 * time.Second, Nemeses: []string{faults.Pause}},
 		history.ScheduleFile: steps,
 	} {
 		if err := history.WriteJSON(filepath.Join(orig, name), v); err != nil {

@@ -49,7 +49,7 @@ type Spec struct {
 	Cmd      string
 	Duration time.Duration
 	Nodes    int
-	Nemeses  []string // fault kinds, as nemesis.ParseList returns them
+	Nemeses  []string // fault kinds, as faults.ParseList returns them
 	Seed     int64
 	Workload workloads.Workload
 	Backend  string

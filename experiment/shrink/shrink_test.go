@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -16,7 +17,7 @@ func schedule(n int) []nemesis.Step {
 	s := make([]nemesis.Step, n)
 	for i := range s {
 		// Magnitude names the step: a candidate's times are moved (Align).
-		s[i] = nemesis.Step{At: time.Duration(i) * time.Second, Kind: nemesis.Kill, Params: nemesis.Params{Magnitude: float64(i)}}
+		s[i] = nemesis.Step{At: time.Duration(i) * time.Second, Kind: faults.Kill, Params: nemesis.Params{Magnitude: float64(i)}}
 	}
 	return s
 }
