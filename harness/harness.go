@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness/finalread"
 	"github.com/fenceline/fenceline/history"
@@ -93,7 +94,7 @@ func (c *Config) defaults() error {
 		c.Nodes = backend.DefaultNodes
 	}
 	if c.Node.LeaseTTL == 0 {
-		c.Node.LeaseTTL = 2 * time.Second
+		c.Node.LeaseTTL = election.DefaultLeaseTTL
 	}
 	if c.Node.Election == "" {
 		c.Node.Election = "fenceline"
@@ -132,7 +133,7 @@ func (c Config) Schedule() ([]nemesis.Step, error) {
 	}
 	lease := c.Node.LeaseTTL
 	if lease == 0 {
-		lease = 2 * time.Second
+		lease = election.DefaultLeaseTTL
 	}
 	return nemesis.NewSchedule(nemesis.ScheduleOptions{
 		Seed: c.Seed, Kinds: c.Nemeses, Duration: c.Duration, LeaseTTL: lease, Nodes: c.Nodes,
@@ -291,7 +292,7 @@ func causeOf(ctx context.Context, err error) error {
 // status, Redis's address bypassing every proxy, and Close. Config.Start returns a
 // backend's backend.Backend, of which the harness uses only this.
 type Cluster interface {
-	nemesis.Cluster
+	nemesis.Backend
 	NodeStatus(ctx context.Context, id string) (node.Status, error)
 	RedisAddr() string
 	Close(ctx context.Context) error
@@ -350,12 +351,12 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	if err != nil {
 		return err
 	}
-	target := nemesis.TargetRedis
+	target := nemesis.AimRedis
 	if t, ok := f.(interface{ Target() string }); ok { // a fault of another server
 		target = t.Target()
 	}
-	if f.TargetsNode() {
-		target = r.resolve(ctx, s.Target)
+	if f.AimsAtNode() {
+		target = r.resolve(ctx, s.Aim)
 	}
 	if a, ok := f.(nemesis.Aimer); ok {
 		// A targeted step: wait for its moment; the node held at it is the target.
@@ -366,7 +367,7 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 			r.log.Warn("fault-aim-failed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.Any("error", err))
 		}
 	}
-	if target == nemesis.TargetRedis {
+	if target == nemesis.AimRedis {
 		r.mon.redisFaultInjected()
 	}
 	r.seq++
@@ -389,7 +390,7 @@ func (r *runner) heal(ctx context.Context) error {
 	}
 	r.open = nil
 	what, err := o.f.Heal(ctx, r.c, o.target)
-	if o.target == nemesis.TargetRedis {
+	if o.target == nemesis.AimRedis {
 		r.mon.redisFaultHealed()
 	}
 	ev := history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: o.target, Fault: o.kind, Reason: what}
@@ -403,7 +404,7 @@ func (r *runner) heal(ctx context.Context) error {
 
 // resolve finds the node a target means now. With no leader in sight (during an
 // election) a leader-targeted fault hits the first running node.
-func (r *runner) resolve(ctx context.Context, t nemesis.Target) string {
+func (r *runner) resolve(ctx context.Context, t nemesis.Aim) string {
 	ids := r.c.Nodes()
 	if !t.Leader && t.Node >= 1 && t.Node <= len(ids) {
 		return ids[t.Node-1]

@@ -84,7 +84,7 @@ func (m *monitor) stop() {
 	defer m.mu.Unlock()
 	if o := m.outage; o != nil {
 		m.outage = nil
-		m.r.faults.Record(history.Event{ID: o.id, Type: history.Info, Kind: history.KindFault, Node: nemesis.TargetRedis,
+		m.r.faults.Record(history.Event{ID: o.id, Type: history.Info, Kind: history.KindFault, Node: nemesis.AimRedis,
 			Fault: RedisUnavailable, Reason: fmt.Sprintf("not injected by the harness: Redis still unavailable after %v", time.Since(o.start).Round(time.Millisecond))})
 	}
 }
@@ -133,14 +133,14 @@ func (m *monitor) probe() {
 		o := m.outage
 		m.outage = nil
 		d := time.Since(o.start).Round(time.Millisecond)
-		m.r.faults.Record(history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: nemesis.TargetRedis,
+		m.r.faults.Record(history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: nemesis.AimRedis,
 			Fault: RedisUnavailable, Reason: fmt.Sprintf("not injected by the harness: Redis unavailable %v", d)})
 		m.r.log.Warn("redis-available-again", slog.Duration("unavailable", d))
 	case !up && !m.redisFault && m.outage == nil:
 		m.seq++
 		m.outage = &outage{id: fmt.Sprintf("outage-%d", m.seq), start: sent}
 		// The outage began at the latest when the failed probe was sent.
-		m.r.faults.Record(history.Event{ID: m.outage.id, Type: history.Invoke, Kind: history.KindFault, Node: nemesis.TargetRedis,
+		m.r.faults.Record(history.Event{ID: m.outage.id, Type: history.Invoke, Kind: history.KindFault, Node: nemesis.AimRedis,
 			Fault: RedisUnavailable, Time: sent.UnixNano()})
 		m.r.log.Warn("redis-unavailable", slog.String("why", "not injected by the harness"))
 	}

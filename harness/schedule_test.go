@@ -61,7 +61,7 @@ func TestScheduleKeepsQuietTimeAfterSlowHeal(t *testing.T) {
 		faults: history.NewRecorder(io.Discard),
 	}
 	step := func(at time.Duration) nemesis.Step {
-		return nemesis.Step{At: at, Kind: faults.Stop, Target: nemesis.Target{Node: 1},
+		return nemesis.Step{At: at, Kind: faults.Stop, Aim: nemesis.Aim{Node: 1},
 			Params: nemesis.Params{Hold: 50 * time.Millisecond, LeaseTTL: time.Second}}
 	}
 	// Planned: fault 1 at 0 for 50 ms, 150 ms of quiet, fault 2 at 200 ms.

@@ -18,9 +18,9 @@ import (
 type clockFault struct{}
 
 func (clockFault) Kind() string      { return faults.Clock }
-func (clockFault) TargetsNode() bool { return true }
+func (clockFault) AimsAtNode() bool { return true }
 
-func (clockFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
+func (clockFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	offset, rate := ClockSkew(p)
 	what := fmt.Sprintf("offset %v rate %g", offset, rate)
 	return what, c.SetClock(ctx, target, offset, rate)
@@ -39,7 +39,7 @@ func ClockSkew(p Params) (time.Duration, float64) {
 	}
 }
 
-func (clockFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (clockFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	if !c.Running(target) {
 		return "not running", nil
 	}

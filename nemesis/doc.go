@@ -1,6 +1,6 @@
 // Package nemesis injects and heals faults in a fenceline cluster.
 //
-// One small type per fault kind, each able to inject and to heal, acting on a Cluster —
+// One small type per fault kind, each able to inject and to heal, acting on a Backend —
 // the small interface this package defines for what the faults need (processes, clocks,
 // the links to Redis, Redis's process, the nodes' failpoints; ctx on every call), which every backend's
 // backend.Backend satisfies — so that every fault runs unchanged on every backend. A Schedule of

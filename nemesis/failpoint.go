@@ -51,9 +51,9 @@ type Failpoints interface {
 type failpointFault struct{ kind string }
 
 func (f failpointFault) Kind() string    { return f.kind }
-func (failpointFault) TargetsNode() bool { return true }
+func (failpointFault) AimsAtNode() bool { return true }
 
-func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
+func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	stall := func(leases float64) string {
 		return fmt.Sprintf("sleep(%v)", time.Duration(leases*float64(p.LeaseTTL)).Round(time.Millisecond))
 	}
@@ -135,7 +135,7 @@ func (f failpointFault) Inject(ctx context.Context, c Cluster, target string, p 
 
 // Heal disarms every node's failpoints (a hit still sleeping finishes its sleep) and
 // restarts the target if it was stopped or killed.
-func (f failpointFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (f failpointFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	var errs []error
 	for _, id := range c.Nodes() {
 		if c.Running(id) {

@@ -11,29 +11,29 @@ import (
 	"github.com/fenceline/fenceline/faults"
 )
 
-// TargetRedis is the target of the Redis faults.
-const TargetRedis = "redis"
+// AimRedis is the aim of the Redis faults (a node fault aims at a node id).
+const AimRedis = "redis"
 
-// Fault is one kind of fault. Inject and Heal act on target (a node id, or TargetRedis)
-// and return what they did in words, for the fault log. Heal must be safe to call on a
-// target whose fault was already healed, and on any node when the whole cluster is
-// healed at the end of a run.
+// Fault is one kind of fault. Inject and Heal act on their aim (a node id, or AimRedis)
+// and return what they did in words, for the fault log. Heal must be safe to call on an
+// aim whose fault was already healed, and on any node when everything is healed at the
+// end of a run.
 type Fault interface {
 	Kind() string
-	// TargetsNode is false for faults that act on Redis rather than on a node.
-	TargetsNode() bool
-	Inject(ctx context.Context, c Cluster, target string, p Params) (string, error)
-	Heal(ctx context.Context, c Cluster, target string) (string, error)
+	// AimsAtNode is false for faults that act on Redis rather than on a node.
+	AimsAtNode() bool
+	Inject(ctx context.Context, c Backend, aim string, p Params) (string, error)
+	Heal(ctx context.Context, c Backend, aim string) (string, error)
 }
 
-// Cluster is the cluster as the faults see it, defined here by its users: each fault
+// Backend is a backend as the faults see it, defined here by its users: each fault
 // uses one of its parts. A backend.Backend is one. Every call that reaches a process or
 // the network takes ctx.
-type Cluster interface {
+type Backend interface {
 	Processes
 	Clocks
 	Links
-	RedisProcess
+	RedisRestarts
 	Failpoints
 }
 
@@ -61,8 +61,8 @@ type Links interface {
 	ResetLinks(ctx context.Context) error
 }
 
-// RedisProcess is Redis's process (the Redis restarts).
-type RedisProcess interface {
+// RedisRestarts is Redis's process (the Redis restarts).
+type RedisRestarts interface {
 	KillRedis(ctx context.Context) error
 	StartRedis(ctx context.Context) error
 }
@@ -117,7 +117,7 @@ func ByKind(kind string) (Fault, error) {
 // HealAll heals every fault kind on every node and Redis, whatever is open. It is what
 // the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it
 // returns every error it met rather than stopping at the first.
-func HealAll(ctx context.Context, c Cluster) error {
+func HealAll(ctx context.Context, c Backend) error {
 	var errs []error
 	// Links first: a replicated topology cannot settle while a data node is cut off.
 	if err := c.ResetLinks(ctx); err != nil {

@@ -214,11 +214,11 @@ func TestRedisRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := counter(t, c)
-			f := inject(t, c, kind, nemesis.TargetRedis, nemesis.Params{})
+			f := inject(t, c, kind, nemesis.AimRedis, nemesis.Params{})
 			if err := redisPing(c); err == nil {
 				t.Fatal("redis answers after the kill")
 			}
-			heal(t, c, f, nemesis.TargetRedis)
+			heal(t, c, f, nemesis.AimRedis)
 			if err := redisPing(c); err != nil {
 				t.Fatalf("redis after heal: %v", err)
 			}

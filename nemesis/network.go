@@ -23,9 +23,9 @@ const (
 type partitionFault struct{ kind string }
 
 func (f partitionFault) Kind() string    { return f.kind }
-func (partitionFault) TargetsNode() bool { return true }
+func (partitionFault) AimsAtNode() bool { return true }
 
-func (f partitionFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
+func (f partitionFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
 	typ, what := "reset_peer", "connections reset"
 	if f.kind == faults.PartitionBlackhole {
 		typ, what = "timeout", "data dropped, connections hang"
@@ -43,7 +43,7 @@ func (f partitionFault) Inject(ctx context.Context, c Cluster, target string, _ 
 	return what, nil
 }
 
-func (partitionFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (partitionFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	return "toxics removed", removeToxics(ctx, c, target, toxicPartitionUp, toxicPartitionDown)
 }
 
@@ -52,9 +52,9 @@ func (partitionFault) Heal(ctx context.Context, c Cluster, target string) (strin
 type delayFault struct{}
 
 func (delayFault) Kind() string      { return faults.Delay }
-func (delayFault) TargetsNode() bool { return true }
+func (delayFault) AimsAtNode() bool { return true }
 
-func (delayFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
+func (delayFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	lat := DelayLatency(p)
 	t := backend.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
 		Attributes: map[string]any{"latency": lat.Milliseconds(), "jitter": 0}}
@@ -69,7 +69,7 @@ func DelayLatency(p Params) time.Duration {
 	return p.LeaseTTL*5/4 + time.Duration(p.Magnitude*float64(p.LeaseTTL*3/4))
 }
 
-func (delayFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (delayFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	return "toxic removed", removeToxics(ctx, c, target, toxicDelay)
 }
 

@@ -35,10 +35,10 @@ var errNoPostgres = errors.New("nemesis: this cluster runs no PostgreSQL (--stor
 type postgresRestartFault struct{}
 
 func (postgresRestartFault) Kind() string      { return faults.PostgresRestart }
-func (postgresRestartFault) TargetsNode() bool { return false }
+func (postgresRestartFault) AimsAtNode() bool { return false }
 func (postgresRestartFault) Target() string    { return TargetPostgres }
 
-func (postgresRestartFault) Inject(ctx context.Context, c Cluster, _ string, _ Params) (string, error) {
+func (postgresRestartFault) Inject(ctx context.Context, c Backend, _ string, _ Params) (string, error) {
 	p, ok := c.(PostgresProcess)
 	if !ok {
 		return "", errNoPostgres
@@ -46,7 +46,7 @@ func (postgresRestartFault) Inject(ctx context.Context, c Cluster, _ string, _ P
 	return "postgres: immediate shutdown (SIGQUIT)", p.KillPostgres(ctx)
 }
 
-func (postgresRestartFault) Heal(ctx context.Context, c Cluster, _ string) (string, error) {
+func (postgresRestartFault) Heal(ctx context.Context, c Backend, _ string) (string, error) {
 	p, ok := c.(PostgresProcess)
 	if !ok {
 		return "", nil
@@ -60,9 +60,9 @@ func (postgresRestartFault) Heal(ctx context.Context, c Cluster, _ string) (stri
 type postgresPartitionFault struct{}
 
 func (postgresPartitionFault) Kind() string      { return faults.PartitionPostgres }
-func (postgresPartitionFault) TargetsNode() bool { return true }
+func (postgresPartitionFault) AimsAtNode() bool { return true }
 
-func (postgresPartitionFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
+func (postgresPartitionFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
 	l, ok := c.(PostgresLinks)
 	if !ok {
 		return "", errNoPostgres
@@ -79,7 +79,7 @@ func (postgresPartitionFault) Inject(ctx context.Context, c Cluster, target stri
 	return "postgres link: data dropped, connections hang", nil
 }
 
-func (postgresPartitionFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (postgresPartitionFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	l, ok := c.(PostgresLinks)
 	if !ok {
 		return "", nil

@@ -12,7 +12,7 @@ import (
 // that says so, healing one is a no-op (the final heal-all heals every kind).
 func TestPostgresFaultsNeedPostgres(t *testing.T) {
 	ctx := context.Background()
-	c := struct{ nemesis.Cluster }{} // none of its methods may be called
+	c := struct{ nemesis.Backend }{} // none of its methods may be called
 	for _, k := range faults.Postgres() {
 		f, err := nemesis.ByKind(k)
 		if err != nil {

@@ -10,13 +10,13 @@ import (
 type killFault struct{}
 
 func (killFault) Kind() string      { return faults.Kill }
-func (killFault) TargetsNode() bool { return true }
+func (killFault) AimsAtNode() bool { return true }
 
-func (killFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
+func (killFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
 	return "SIGKILL", c.KillNode(ctx, target)
 }
 
-func (killFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (killFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	return restart(ctx, c, target)
 }
 
@@ -25,17 +25,17 @@ func (killFault) Heal(ctx context.Context, c Cluster, target string) (string, er
 type stopFault struct{}
 
 func (stopFault) Kind() string      { return faults.Stop }
-func (stopFault) TargetsNode() bool { return true }
+func (stopFault) AimsAtNode() bool { return true }
 
-func (stopFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
+func (stopFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
 	return "SIGTERM", c.StopNode(ctx, target)
 }
 
-func (stopFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (stopFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	return restart(ctx, c, target)
 }
 
-func restart(ctx context.Context, c Cluster, target string) (string, error) {
+func restart(ctx context.Context, c Backend, target string) (string, error) {
 	if c.Running(target) {
 		return "already running", nil
 	}
@@ -47,13 +47,13 @@ func restart(ctx context.Context, c Cluster, target string) (string, error) {
 type pauseFault struct{}
 
 func (pauseFault) Kind() string      { return faults.Pause }
-func (pauseFault) TargetsNode() bool { return true }
+func (pauseFault) AimsAtNode() bool { return true }
 
-func (pauseFault) Inject(ctx context.Context, c Cluster, target string, _ Params) (string, error) {
+func (pauseFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
 	return "SIGSTOP", c.PauseNode(ctx, target)
 }
 
-func (pauseFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (pauseFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	if !c.Running(target) {
 		return "not running", nil
 	}

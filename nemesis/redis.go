@@ -12,12 +12,12 @@ import (
 type redisRestartFault struct{ kind string }
 
 func (f redisRestartFault) Kind() string    { return f.kind }
-func (redisRestartFault) TargetsNode() bool { return false }
+func (redisRestartFault) AimsAtNode() bool { return false }
 
-func (redisRestartFault) Inject(ctx context.Context, c Cluster, _ string, _ Params) (string, error) {
+func (redisRestartFault) Inject(ctx context.Context, c Backend, _ string, _ Params) (string, error) {
 	return "SIGKILL redis-server", c.KillRedis(ctx)
 }
 
-func (redisRestartFault) Heal(ctx context.Context, c Cluster, _ string) (string, error) {
+func (redisRestartFault) Heal(ctx context.Context, c Backend, _ string) (string, error) {
 	return "redis-server started", c.StartRedis(ctx)
 }

@@ -36,7 +36,7 @@ const (
 	toxicIsolateDown = "fenceline-isolate-down"
 )
 
-func replicated(c Cluster) (Replicated, error) {
+func replicated(c Backend) (Replicated, error) {
 	r, ok := c.(Replicated)
 	if !ok {
 		return nil, fmt.Errorf("nemesis: %w: the cluster has no replicas", faults.ErrTopology)
@@ -54,9 +54,9 @@ type promotedFault struct {
 }
 
 func (f *promotedFault) Kind() string    { return f.kind }
-func (*promotedFault) TargetsNode() bool { return false }
+func (*promotedFault) AimsAtNode() bool { return false }
 
-func (f *promotedFault) Inject(ctx context.Context, c Cluster, _ string, p Params) (string, error) {
+func (f *promotedFault) Inject(ctx context.Context, c Backend, _ string, p Params) (string, error) {
 	r, err := replicated(c)
 	if err != nil {
 		return "", err
@@ -109,7 +109,7 @@ func ReplicationLag(p Params) time.Duration {
 	return 500*time.Millisecond + time.Duration(p.Magnitude*float64(time.Second))
 }
 
-func (f *promotedFault) Heal(ctx context.Context, c Cluster, _ string) (string, error) {
+func (f *promotedFault) Heal(ctx context.Context, c Backend, _ string) (string, error) {
 	r, err := replicated(c)
 	if err != nil {
 		return "", err

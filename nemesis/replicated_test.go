@@ -51,8 +51,8 @@ func replicatedFaults(t *testing.T, topology string) {
 	for _, kind := range kinds {
 		before := c.Promotions()
 		primary := c.RedisAddr()
-		f := inject(t, c, kind, nemesis.TargetRedis, nemesis.Params{Magnitude: 0.5})
-		what, err := f.Heal(ctx, c, nemesis.TargetRedis)
+		f := inject(t, c, kind, nemesis.AimRedis, nemesis.Params{Magnitude: 0.5})
+		what, err := f.Heal(ctx, c, nemesis.AimRedis)
 		if err != nil {
 			logTails(t, c.Dir())
 			t.Fatalf("%s: heal: %v", kind, err)
@@ -122,7 +122,7 @@ func TestReplicatedFaultNeedsReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Inject(context.Background(), c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: time.Second}); !errors.Is(err, backend.ErrTopology) && !errors.Is(err, faults.ErrTopology) {
+	if _, err := f.Inject(context.Background(), c, nemesis.AimRedis, nemesis.Params{LeaseTTL: time.Second}); !errors.Is(err, backend.ErrTopology) && !errors.Is(err, faults.ErrTopology) {
 		t.Fatalf("inject redis-failover on a single Redis: %v, want a topology error", err)
 	}
 }

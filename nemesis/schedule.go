@@ -13,13 +13,13 @@ import (
 // isFailpoint reports whether kind is a failpoint fault: those always aim at the leader.
 func isFailpoint(kind string) bool { return slices.Contains(faults.Failpoints(), kind) }
 
-// Target says whom a step hits: the node that leads when the step fires, or a fixed node.
-type Target struct {
+// Aim says whom a step hits: the node that leads when the step fires, or a fixed node.
+type Aim struct {
 	Leader bool `json:"leader,omitempty"`
 	Node   int  `json:"node,omitempty"` // 1-based index of the node, when not Leader
 }
 
-func (t Target) String() string {
+func (t Aim) String() string {
 	if t.Leader {
 		return "leader"
 	}
@@ -31,7 +31,7 @@ type Step struct {
 	// At is the injection time as an offset from the start of the chaos phase.
 	At     time.Duration `json:"at_ns"`
 	Kind   string        `json:"kind"`
-	Target Target        `json:"target"`
+	Aim Aim        `json:"target"`
 	Params Params        `json:"params"`
 	// Moment, if set, is the moment of the leader's life at which the fault lands (see
 	// Moments): the runner waits for it, a bounded time, from At on.
@@ -91,11 +91,11 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			Magnitude: rng.Float64(),
 			LeaseTTL:  lease,
 		}}
-		if f.TargetsNode() {
+		if f.AimsAtNode() {
 			if rng.Float64() < o.LeaderBias || isFailpoint(s.Kind) {
-				s.Target.Leader = true
+				s.Aim.Leader = true
 			} else {
-				s.Target.Node = 1 + rng.IntN(o.Nodes)
+				s.Aim.Node = 1 + rng.IntN(o.Nodes)
 			}
 		}
 		switch s.Kind {

@@ -68,7 +68,7 @@ func TestFailpointStepsAimAtTheLeader(t *testing.T) {
 		t.Fatalf("%d steps, %v", len(steps), err)
 	}
 	for _, s := range steps {
-		if !s.Target.Leader || s.Params.Hold < 2500*time.Millisecond {
+		if !s.Aim.Leader || s.Params.Hold < 2500*time.Millisecond {
 			t.Fatalf("step %+v: want the leader as target and a hold of at least 2.5 leases", s)
 		}
 	}

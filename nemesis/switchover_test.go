@@ -14,7 +14,7 @@ import (
 // abortingSentinels is a topology whose first planned switchover Redis abandons
 // (-failover-abort-slave-timeout): only a second SENTINEL FAILOVER promotes.
 type abortingSentinels struct {
-	Cluster
+	Backend
 	mu    sync.Mutex
 	asked int
 }
@@ -65,10 +65,10 @@ func TestSwitchoverAbandonedIsAskedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := f.Inject(ctx, c, TargetRedis, Params{}); err != nil {
+	if _, err := f.Inject(ctx, c, AimRedis, Params{}); err != nil {
 		t.Fatal(err)
 	}
-	what, err := f.Heal(ctx, c, TargetRedis)
+	what, err := f.Heal(ctx, c, AimRedis)
 	if err != nil {
 		t.Fatalf("heal: %v (%s)", err, what)
 	}

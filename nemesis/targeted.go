@@ -100,7 +100,7 @@ func aim(steps []Step, seed int64, p float64) {
 		}
 		s.Moment = ms[rng.IntN(len(ms))]
 		// Aimed at the leader at its moment (the acquired moment: at its successor).
-		s.Target = Target{Leader: true}
+		s.Aim = Aim{Leader: true}
 	}
 }
 
@@ -122,7 +122,7 @@ type statusReader interface {
 // what it did, in words. Inject, which must follow, lets the node go on at the right
 // time; Heal undoes what Aim did.
 type Aimer interface {
-	Aim(ctx context.Context, c Cluster, target string, p Params) (string, string, error)
+	Aim(ctx context.Context, c Backend, target string, p Params) (string, string, error)
 }
 
 // ForStep returns the fault that runs step s: ByKind(s.Kind), or, for a step with a
@@ -158,13 +158,13 @@ type momentFault struct {
 }
 
 func (m *momentFault) Kind() string      { return m.inner.Kind() }
-func (m *momentFault) TargetsNode() bool { return true }
+func (m *momentFault) AimsAtNode() bool { return true }
 
 // waitBound is how long Aim waits for the moment: long enough for a new leader to be
 // elected and to commit, on a loaded machine.
 func waitBound(p Params) time.Duration { return 2*p.LeaseTTL + time.Second }
 
-func (m *momentFault) Aim(ctx context.Context, c Cluster, target string, p Params) (string, string, error) {
+func (m *momentFault) Aim(ctx context.Context, c Backend, target string, p Params) (string, string, error) {
 	hr, ok := c.(FailpointReader)
 	if !ok {
 		return target, "", errors.New("nemesis: the cluster cannot read failpoint hits: the fault is not aimed")
@@ -271,7 +271,7 @@ func (m *momentFault) Aim(ctx context.Context, c Cluster, target string, p Param
 // leader is the node that leads, as the nodes' /status say, waiting for one until
 // deadline; when no leader shows (or the cluster cannot tell), target if it runs, else
 // the first node that runs.
-func (m *momentFault) leader(ctx context.Context, c Cluster, target string, deadline time.Time) string {
+func (m *momentFault) leader(ctx context.Context, c Backend, target string, deadline time.Time) string {
 	sr, ok := c.(statusReader)
 	if !ok {
 		return target
@@ -304,7 +304,7 @@ func (m *momentFault) leader(ctx context.Context, c Cluster, target string, dead
 }
 
 // release lets every held node go on (it disarms the armed nodes' failpoints).
-func (m *momentFault) release(ctx context.Context, c Cluster) error {
+func (m *momentFault) release(ctx context.Context, c Backend) error {
 	if m.released {
 		return nil
 	}
@@ -324,7 +324,7 @@ func (m *momentFault) release(ctx context.Context, c Cluster) error {
 // (which waits for the node to exit) after letting it go, a pause at the heal (a frozen
 // process answers no disarm; it goes on from the moment when it is resumed), any other
 // fault at once after injecting it.
-func (m *momentFault) Inject(ctx context.Context, c Cluster, target string, p Params) (string, error) {
+func (m *momentFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	if m.inner.Kind() == faults.Stop || !m.held {
 		rerr := m.release(ctx, c)
 		what, err := m.inner.Inject(ctx, c, target, p)
@@ -341,7 +341,7 @@ func (m *momentFault) Inject(ctx context.Context, c Cluster, target string, p Pa
 // provoke the moment once it has exited. A paused node is resumed first (a frozen
 // process answers no disarm); the stop of a node held in its release is waited for
 // before anything restarts a node (the stop reads the process that a restart replaces).
-func (m *momentFault) Heal(ctx context.Context, c Cluster, target string) (string, error) {
+func (m *momentFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
 	var what string
 	var errs []error
 	healed := false

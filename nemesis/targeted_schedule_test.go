@@ -39,7 +39,7 @@ func TestTargetedSchedule(t *testing.T) {
 		switch {
 		case len(momentsOf[s.Kind]) == 0 && s.Moment != "":
 			t.Fatalf("step %d: %s aimed at %s", i, s.Kind, s.Moment)
-		case len(momentsOf[s.Kind]) > 0 && (!slices.Contains(momentsOf[s.Kind], s.Moment) || !s.Target.Leader):
+		case len(momentsOf[s.Kind]) > 0 && (!slices.Contains(momentsOf[s.Kind], s.Moment) || !s.Aim.Leader):
 			t.Fatalf("step %d: %s not aimed at the leader at one of its moments: %+v", i, s.Kind, s)
 		}
 		moments[s.Moment]++

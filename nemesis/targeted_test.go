@@ -13,7 +13,7 @@ import (
 )
 
 // aim makes the fault of an aimed step and waits for its moment, as the harness does.
-func aim(t *testing.T, c nemesis.Cluster, kind, moment, target string) (nemesis.Fault, string, string) {
+func aim(t *testing.T, c nemesis.Backend, kind, moment, target string) (nemesis.Fault, string, string) {
 	t.Helper()
 	f, err := nemesis.ForStep(nemesis.Step{Kind: kind, Moment: moment})
 	if err != nil {

@@ -253,14 +253,14 @@ func TestFaults(t *testing.T) {
 		before := tokenCounter(t, c)
 		addr := c.RedisAddr()
 		f := fault(t, faults.RedisRestart)
-		if _, err := f.Inject(ctx, c, nemesis.TargetRedis, p); err != nil {
+		if _, err := f.Inject(ctx, c, nemesis.AimRedis, p); err != nil {
 			t.Fatal(err)
 		}
 		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			conn.Close()
 			t.Fatalf("Redis's port %s still open after the kill", addr)
 		}
-		if _, err := f.Heal(ctx, c, nemesis.TargetRedis); err != nil {
+		if _, err := f.Heal(ctx, c, nemesis.AimRedis); err != nil {
 			t.Fatal(err)
 		}
 		after := tokenCounter(t, c)

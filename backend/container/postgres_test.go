@@ -49,7 +49,7 @@ func TestPostgresChaosRun(t *testing.T) {
 	p := nemesis.Params{Hold: 2 * time.Second, LeaseTTL: lease}
 	cfg := postgresRun(t, 14*time.Second, []nemesis.Step{
 		{At: 2 * time.Second, Kind: faults.PostgresRestart, Params: p},
-		{At: 8 * time.Second, Kind: faults.PartitionPostgres, Target: nemesis.Target{Leader: true}, Params: p},
+		{At: 8 * time.Second, Kind: faults.PartitionPostgres, Aim: nemesis.Aim{Leader: true}, Params: p},
 	}, &ids, "")
 	t0 := time.Now()
 	if err := harness.Run(context.Background(), cfg); err != nil {

@@ -29,12 +29,12 @@ func TestClusterFaults(t *testing.T) {
 	for _, kind := range []string{faults.RedisIsolatePrimary, faults.RedisFailover} {
 		before := len(c.Promotions())
 		f := fault(t, kind)
-		what, err := f.Inject(ctx, c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: lease})
+		what, err := f.Inject(ctx, c, nemesis.AimRedis, nemesis.Params{LeaseTTL: lease})
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
 		t.Log(what)
-		if what, err = f.Heal(ctx, c, nemesis.TargetRedis); err != nil {
+		if what, err = f.Heal(ctx, c, nemesis.AimRedis); err != nil {
 			t.Fatalf("%s: heal: %v", kind, err)
 		}
 		t.Log(what)

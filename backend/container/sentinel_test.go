@@ -40,12 +40,12 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("r1: role %q, %v; want master", r, err)
 	}
 	f := fault(t, faults.RedisFailover)
-	what, err := f.Inject(ctx, c, nemesis.TargetRedis, nemesis.Params{LeaseTTL: lease})
+	what, err := f.Inject(ctx, c, nemesis.AimRedis, nemesis.Params{LeaseTTL: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(what)
-	if what, err = f.Heal(ctx, c, nemesis.TargetRedis); err != nil {
+	if what, err = f.Heal(ctx, c, nemesis.AimRedis); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(what)

@@ -30,14 +30,14 @@ func TestShrinkFindsTheOneFault(t *testing.T) {
 	step := func(at time.Duration, kind string, hold time.Duration) nemesis.Step {
 		p := p
 		p.Hold = hold
-		return nemesis.Step{At: at, Kind: kind, Target: nemesis.Target{Leader: true}, Params: p}
+		return nemesis.Step{At: at, Kind: kind, Aim: nemesis.Aim{Leader: true}, Params: p}
 	}
 	steps := []nemesis.Step{
 		step(500*time.Millisecond, faults.Kill, 500*time.Millisecond),
 		step(2500*time.Millisecond, faults.RedisRestartVolatile, 200*time.Millisecond),
 		step(4*time.Second, faults.Stop, 500*time.Millisecond),
 	}
-	steps[1].Target = nemesis.Target{}
+	steps[1].Aim = nemesis.Aim{}
 	for name, v := range map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
 			Variant: "volatile-redis", Backend: "local", LeaseTTL: lease, Duration: 8 * time.Second,

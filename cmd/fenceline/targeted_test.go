@@ -25,7 +25,7 @@ func TestAimedPauseCatchesNoFence(t *testing.T) {
 	t.Setenv(passwordEnv, "")
 	orig := t.TempDir()
 	lease := time.Second
-	steps := []nemesis.Step{{At: 500 * time.Millisecond, Kind: faults.Pause, Target: nemesis.Target{Leader: true},
+	steps := []nemesis.Step{{At: 500 * time.Millisecond, Kind: faults.Pause, Aim: nemesis.Aim{Leader: true},
 		Moment: nemesis.MomentBeforeCommit, Params: nemesis.Params{LeaseTTL: lease, Hold: 2500 * time.Millisecond}}}
 	for name, v := range map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 9, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",

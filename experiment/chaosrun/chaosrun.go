@@ -219,7 +219,7 @@ func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step
 	if n := len(steps); n > 0 {
 		at = steps[n-1].At + steps[n-1].Params.Hold + lease*3/2
 	}
-	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Target: nemesis.Target{Leader: true},
+	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Aim: nemesis.Aim{Leader: true},
 		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
 }
 

@@ -93,7 +93,7 @@ func TestLoadRaceProbe(t *testing.T) {
 		t.Fatalf("the seed's schedule changed: %d steps, then %d", len(steps), len(got))
 	}
 	last, p := steps[len(steps)-1], got[len(got)-1]
-	if p.Kind != faults.FPLoadRace || !p.Target.Leader || p.At != last.At+last.Params.Hold+3*time.Second || p.Params.Hold != 6*time.Second {
+	if p.Kind != faults.FPLoadRace || !p.Aim.Leader || p.At != last.At+last.Params.Hold+3*time.Second || p.Params.Hold != 6*time.Second {
 		t.Errorf("probe %+v after %+v", p, last)
 	}
 	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
