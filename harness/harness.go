@@ -288,10 +288,10 @@ func causeOf(ctx context.Context, err error) error {
 	return err
 }
 
-// Cluster is the cluster as the harness sees it: what the faults act on, the nodes'
+// Backend is a backend as the harness sees it: what the faults act on, the nodes'
 // status, Redis's address bypassing every proxy, and Close. Config.Start returns a
 // backend's backend.Backend, of which the harness uses only this.
-type Cluster interface {
+type Backend interface {
 	nemesis.Backend
 	NodeStatus(ctx context.Context, id string) (node.Status, error)
 	RedisAddr() string
@@ -301,7 +301,7 @@ type Cluster interface {
 type runner struct {
 	cfg    Config
 	log    *slog.Logger
-	c      Cluster
+	c      Backend
 	faults *history.Recorder
 	seq    int
 	open   *openFault // the fault injected and not yet healed

@@ -17,7 +17,7 @@ import (
 // slowHealCluster is a cluster of one node whose restart takes c.slow: a heal that
 // overruns its schedule. Only what the stop fault and the runner use is implemented.
 type slowHealCluster struct {
-	Cluster
+	Backend
 	slow   time.Duration
 	mu     sync.Mutex
 	stops  []time.Time

@@ -1,28 +1,10 @@
-// Package docker is the chaos harness's docker backend: the same programs as the local
-// backend (cluster.Local) run as containers on a private Docker network, driven through
-// testcontainers-go and the Docker API. It implements backend.Backend, so every fault of
-// package nemesis and every workload runs on it unchanged.
+// Package container is the chaos harness's docker backend (`--backend docker`): the same
+// programs as the process backend (package proc) run as containers on a private Docker
+// network, driven through testcontainers-go and the Docker API, from the images that
+// package docker builds. Backend implements backend.Backend, so every fault of package
+// nemesis and every workload runs on it unchanged.
 //
-// # docker.Images
-//
-// Three images, built locally by docker.BuildImages (`make images`, `go run ./docker/cmd/images`)
-// and never pulled — the machine has no registry:
-//
-//   - fenceline:dev — the static fenceline binary FROM scratch (nodes and the source);
-//   - fenceline-toxiproxy:dev — the toxiproxy server of go.mod's version FROM scratch;
-//   - fenceline-redis:dev — Debian's redis-server and its libraries FROM scratch, with an
-//     append-only file unless the command turns it off;
-//   - fenceline-postgres:dev (docker.BuildOptions.Postgres, `make images STORE=postgres`) —
-//     Debian's PostgreSQL 15 server and its libraries FROM scratch, run as an
-//     unprivileged user, with a database cluster made by initdb on the host when the image
-//     is built (initdb needs /bin/sh); needed only for a store in PostgreSQL.
-//
-// Their Dockerfiles are in docker/images; the build contexts are assembled in docker/build
-// (git-ignored) and built with the classic builder. Each image carries the hash of its
-// build context in the label fenceline.inputs, and an image whose hash is unchanged is
-// not built again.
-//
-// # What a cluster is
+// # What a run is
 //
 // Start creates, for one run: a bridge network; Redis (alias redis), toxiproxy (alias
 // toxiproxy), the event source (alias source) and nodes n1..nN. Node i reaches Redis and
@@ -68,8 +50,8 @@
 //     StartPostgres starts the same container, which replays its write-ahead log.
 //   - The sentinel topology's faults: KillPrimary is SIGKILL of the primary's container,
 //     PauseReplicas `docker pause` of the replicas, CutPrimary toxics on its peer proxy;
-//     promotions are watched and the topology's settling judged by cluster.SentinelSet,
-//     as on the local backend. The cluster topology's are those of cluster.ClusterSet on
+//     promotions are watched and the topology's settling judged by backend.SentinelSet,
+//     as on the local backend. The cluster topology's are those of backend.ClusterSet on
 //     these containers, CutPrimary cutting the bus through the relay container's API.
 //   - Partitions, delays and clock faults go through toxiproxy and the control endpoint
 //     exactly as with the local backend.
