@@ -17,7 +17,7 @@ import (
 // believes in a lease Redis has already expired — only the fence keeps that safe).
 type clockFault struct{}
 
-func (clockFault) Kind() string      { return faults.Clock }
+func (clockFault) Kind() string     { return faults.Clock }
 func (clockFault) AimsAtNode() bool { return true }
 
 func (clockFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {

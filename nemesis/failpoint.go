@@ -50,7 +50,7 @@ type Failpoints interface {
 //     which only the cursor check refuses (no-cursor-check applies those events twice).
 type failpointFault struct{ kind string }
 
-func (f failpointFault) Kind() string    { return f.kind }
+func (f failpointFault) Kind() string   { return f.kind }
 func (failpointFault) AimsAtNode() bool { return true }
 
 func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {

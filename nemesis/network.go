@@ -22,7 +22,7 @@ const (
 // The proxy stays enabled: disabling it would refuse new dials, which looks like a crash.
 type partitionFault struct{ kind string }
 
-func (f partitionFault) Kind() string    { return f.kind }
+func (f partitionFault) Kind() string   { return f.kind }
 func (partitionFault) AimsAtNode() bool { return true }
 
 func (f partitionFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
@@ -51,7 +51,7 @@ func (partitionFault) Heal(ctx context.Context, c Backend, target string) (strin
 // write sent while the node led lands after a newer leader exists: the fence must reject it.
 type delayFault struct{}
 
-func (delayFault) Kind() string      { return faults.Delay }
+func (delayFault) Kind() string     { return faults.Delay }
 func (delayFault) AimsAtNode() bool { return true }
 
 func (delayFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {

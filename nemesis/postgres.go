@@ -34,9 +34,9 @@ var errNoPostgres = errors.New("nemesis: this cluster runs no PostgreSQL (--stor
 // its write-ahead log: no committed transaction may be lost.
 type postgresRestartFault struct{}
 
-func (postgresRestartFault) Kind() string      { return faults.PostgresRestart }
+func (postgresRestartFault) Kind() string     { return faults.PostgresRestart }
 func (postgresRestartFault) AimsAtNode() bool { return false }
-func (postgresRestartFault) Target() string    { return TargetPostgres }
+func (postgresRestartFault) Target() string   { return TargetPostgres }
 
 func (postgresRestartFault) Inject(ctx context.Context, c Backend, _ string, _ Params) (string, error) {
 	p, ok := c.(PostgresProcess)
@@ -59,7 +59,7 @@ func (postgresRestartFault) Heal(ctx context.Context, c Backend, _ string) (stri
 // on and its commits time out, their outcome unknown.
 type postgresPartitionFault struct{}
 
-func (postgresPartitionFault) Kind() string      { return faults.PartitionPostgres }
+func (postgresPartitionFault) Kind() string     { return faults.PartitionPostgres }
 func (postgresPartitionFault) AimsAtNode() bool { return true }
 
 func (postgresPartitionFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {

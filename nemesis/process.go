@@ -9,7 +9,7 @@ import (
 // killFault kills a node with SIGKILL: no release, the lease must expire. Heal restarts it.
 type killFault struct{}
 
-func (killFault) Kind() string      { return faults.Kill }
+func (killFault) Kind() string     { return faults.Kill }
 func (killFault) AimsAtNode() bool { return true }
 
 func (killFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
@@ -24,7 +24,7 @@ func (killFault) Heal(ctx context.Context, c Backend, target string) (string, er
 // once through the release notice. Heal restarts it.
 type stopFault struct{}
 
-func (stopFault) Kind() string      { return faults.Stop }
+func (stopFault) Kind() string     { return faults.Stop }
 func (stopFault) AimsAtNode() bool { return true }
 
 func (stopFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
@@ -46,7 +46,7 @@ func restart(ctx context.Context, c Backend, target string) (string, error) {
 // classic stale leader, which wakes up believing it still leads and tries to write.
 type pauseFault struct{}
 
-func (pauseFault) Kind() string      { return faults.Pause }
+func (pauseFault) Kind() string     { return faults.Pause }
 func (pauseFault) AimsAtNode() bool { return true }
 
 func (pauseFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {

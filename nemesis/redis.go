@@ -11,7 +11,7 @@ import (
 // starts Redis without persistence when that kind is scheduled.
 type redisRestartFault struct{ kind string }
 
-func (f redisRestartFault) Kind() string    { return f.kind }
+func (f redisRestartFault) Kind() string   { return f.kind }
 func (redisRestartFault) AimsAtNode() bool { return false }
 
 func (redisRestartFault) Inject(ctx context.Context, c Backend, _ string, _ Params) (string, error) {

@@ -53,7 +53,7 @@ type promotedFault struct {
 	uncut []string
 }
 
-func (f *promotedFault) Kind() string    { return f.kind }
+func (f *promotedFault) Kind() string   { return f.kind }
 func (*promotedFault) AimsAtNode() bool { return false }
 
 func (f *promotedFault) Inject(ctx context.Context, c Backend, _ string, p Params) (string, error) {

@@ -31,7 +31,7 @@ type Step struct {
 	// At is the injection time as an offset from the start of the chaos phase.
 	At     time.Duration `json:"at_ns"`
 	Kind   string        `json:"kind"`
-	Aim Aim        `json:"target"`
+	Aim    Aim           `json:"target"`
 	Params Params        `json:"params"`
 	// Moment, if set, is the moment of the leader's life at which the fault lands (see
 	// Moments): the runner waits for it, a bounded time, from At on.

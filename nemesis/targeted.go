@@ -157,7 +157,7 @@ type momentFault struct {
 	poll       time.Duration // how often the hit counts are read; default 5ms
 }
 
-func (m *momentFault) Kind() string      { return m.inner.Kind() }
+func (m *momentFault) Kind() string     { return m.inner.Kind() }
 func (m *momentFault) AimsAtNode() bool { return true }
 
 // waitBound is how long Aim waits for the moment: long enough for a new leader to be
