@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/fenceline/fenceline/experiment/chaosrun"
@@ -180,7 +181,7 @@ func (d *Driver) Rel(p string) string {
 		return ""
 	}
 	rel, err := filepath.Rel(d.Dir(), p)
-	if err != nil || rel == ".." || filepath.IsAbs(rel) || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator) {
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return p
 	}
 	return rel

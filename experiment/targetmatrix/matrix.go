@@ -1,8 +1,8 @@
 //go:build chaos
 
-// Package targetmatrix runs every target (package targets) under the same seeds and faults and
-// writes the table that compares them: `fenceline targets`, `make targets`. It exists in
-// chaos builds only.
+// Package targetmatrix runs every target (package targets) under the same seeds and
+// faults, through experiment/matrix, and writes the table that compares them:
+// `fenceline targets`, `make targets`. It exists in chaos builds only.
 package targetmatrix
 
 import (

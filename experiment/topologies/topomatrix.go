@@ -1,9 +1,10 @@
 //go:build chaos
 
-// Package topomatrix runs the reference implementation on each Redis topology, with each
-// mitigation, under each Redis fault, for several seeds, and sums the runs up in one
-// table: how often Redis's own failures break what the fence guarantees on one server.
-// It is `fenceline topologies` without its flags, in chaos builds only.
+// Package topologies runs the reference implementation on each Redis topology, with
+// each mitigation, under each Redis fault, for several seeds (through
+// experiment/matrix), and sums the runs up in one table: how often Redis's own failures
+// break what the fence guarantees on one server. It is `fenceline topologies` without
+// its flags, in chaos builds only.
 package topologies
 
 import (
