@@ -143,7 +143,7 @@ TOPOLOGY ?=
 TOPO_OUT = reports/topologies$(if $(filter docker,$(BACKEND)),-docker)
 topologies: check-deps build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) topologies --seeds $(SEEDS) --duration $(DURATION) --parallel $(PARALLEL) --backend $(BACKEND) \
-	  $(if $(TOPOLOGY),--topology $(TOPOLOGY)) --out $(TOPO_OUT) --md $(TOPO_OUT).md
+	  $(if $(TOPOLOGY),--topology $(TOPOLOGY)) --out $(TOPO_OUT) --table $(TOPO_OUT).md
 
 clean:
 	rm -rf $(BIN) docker/build

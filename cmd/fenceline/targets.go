@@ -21,23 +21,20 @@ import (
 func runTargets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("targets", flag.ContinueOnError)
 	names := fs.String("targets", "all", "targets to run, comma-separated, or all: "+strings.Join(targets.Names(), ", "))
-	seeds := fs.Int("seeds", 3, "seeds per target: runs use seeds 1..K")
+	seed := fs.Int64("seed", 1, "first seed: runs use seeds N..N+K-1 (the stops-only runs seed N)")
+	seeds := fs.Int("seeds", 3, "seeds per target (K)")
 	duration := fs.Duration("duration", 60*time.Second, "length of each run's chaos phase")
 	nem := fs.String("nemesis", "all", "faults of every run (as for chaos)")
 	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL")
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	out := fs.String("out", "reports/targets", "directory that receives the runs and targets.json")
 	table := fs.String("table", "reports/targets.md", "Markdown file that receives the table")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fenceline targets [flags]\n\nRuns every target under the same seeds and faults and writes the table that compares\nthem. Exits 0 when every fenced target was valid in every run, 1 when one was invalid,\n2 for a usage error, 3 when runs could not be completed. Unfenced targets found invalid\nare measured, not failures.\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
 	ts, err := targetmatrix.Pick(*names)
-	if err == nil && (*seeds < 1 || *duration <= 0) {
-		err = fmt.Errorf("need --seeds >= 1 and --duration > 0")
+	if err == nil && (*seed < 1 || *seeds < 1 || *duration <= 0) {
+		err = fmt.Errorf("need --seed >= 1, --seeds >= 1 and --duration > 0")
 	}
 	var kinds []string
 	if err == nil {
@@ -51,7 +48,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return targetmatrix.Run(ctx, targetmatrix.Config{
-		Targets: ts, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
+		Targets: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
 		Out: *out, Table: *table, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
 	}, stdout, stderr)
 }

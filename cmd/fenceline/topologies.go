@@ -21,21 +21,22 @@ import (
 func runTopologies(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("topologies", flag.ContinueOnError)
 	var cfg topologies.Config
-	fs.IntVar(&cfg.Seeds, "seeds", 3, "runs per row: seeds 1..K")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "first seed: runs use seeds N..N+K-1")
+	fs.IntVar(&cfg.Seeds, "seeds", 3, "runs per row (K)")
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "length of each run's chaos phase")
 	fs.StringVar(&cfg.Out, "out", "reports/topologies", "directory that receives the runs")
-	fs.StringVar(&cfg.Markdown, "md", "", "file that receives the table (default OUT/"+topologies.Markdown+")")
+	fs.StringVar(&cfg.Table, "table", "", "file that receives the table (default OUT/"+topologies.Markdown+"); with --topology or --only, the rows run replace theirs in it and the others stay")
 	fs.StringVar(&cfg.Binary, "binary", "", "fenceline binary to run as nodes (default: this executable)")
 	fs.IntVar(&cfg.Parallel, "parallel", 1, "runs at once")
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the runs run: local (processes) or docker (containers; 'make images' first)")
 	only := fs.String("only", "", "run only the rows whose name (topology-mitigation-fault) contains this")
 	topology := fs.String("topology", "", "run only the rows of this topology ("+strings.Join(backend.Topologies(), ", ")+")")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: fenceline topologies [flags]\n\nRuns the reference on each Redis topology, with each mitigation, under each Redis fault,\nand prints one table (also written to --md; with --topology or --only, the rows run\nreplace theirs in --md's table and the others stay). Exits 0 when every run\nfinished (an invalid run is the finding, not a failure), 2 for a usage error, 3 when a\nrun could not be completed.\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if cfg.Seed < 1 {
+		fmt.Fprintf(stderr, "fenceline topologies: need --seed >= 1 (got %d)\n", cfg.Seed)
+		return exitUsage
 	}
 	if cfg.Backend != "local" && cfg.Backend != "docker" {
 		fmt.Fprintf(stderr, "fenceline topologies: unknown --backend %q (local, docker)\n", cfg.Backend)
@@ -64,6 +65,9 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" {
 		cfg.Command += " --only " + *only
+	}
+	if cfg.Seed != 1 {
+		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
 	}
 	cfg.Command += fmt.Sprintf(" --seeds %d --duration %s", cfg.Seeds, cfg.Duration)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,13 +1,13 @@
 //go:build chaos
 
-// Package matrix runs every target (package targets) under the same seeds and faults and
-// writes the table that compares them: `fenceline targets`, `make targets`. It exists in
-// chaos builds only.
+// Package targetmatrix runs every target (package targets) under the same seeds and
+// faults, through experiment/matrix, and writes the table that compares them:
+// `fenceline targets`, `make targets`. It exists in chaos builds only.
 package targetmatrix
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,20 +18,23 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/namelist"
-	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
 
-// Config is one matrix: targets × seeds 1..Seeds, every run with the same faults.
+// Config is one matrix: targets × seeds Seed..Seed+Seeds-1, every run with the same
+// faults.
 type Config struct {
 	// Targets are the targets to run, in the table's order.
 	Targets []targets.Target
-	// Seeds: runs use seeds 1..Seeds (>= 1).
+	// Seed is the first seed. Default (0): 1.
+	Seed int64
+	// Seeds: how many seeds each target runs (>= 1).
 	Seeds int
 	// Duration is each run's chaos phase; LeaseTTL the lease; Nodes the node count.
 	Duration time.Duration
@@ -46,6 +49,9 @@ type Config struct {
 	// Command is the command line, for the table's heading.
 	Command string
 }
+
+// seeds are the matrix's seeds.
+func (c Config) seeds() matrix.Seeds { return matrix.Seeds{First: c.Seed, Count: c.Seeds} }
 
 // Record is one run of the matrix.
 type Record struct {
@@ -81,8 +87,8 @@ type Record struct {
 // unfenced target found invalid is what the table measures, not a failure. It blocks;
 // once ctx is done it stops the run under way, skips the rest and writes what ran.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
-	if cfg.Seeds < 1 || len(cfg.Targets) == 0 || cfg.Table == "" {
-		fmt.Fprintln(stderr, "fenceline targets: need --seeds >= 1, a target and --table")
+	if cfg.seeds().Check() != nil || len(cfg.Targets) == 0 || cfg.Table == "" {
+		fmt.Fprintln(stderr, "fenceline targets: need --seeds >= 1, --seed >= 1, a target and --table")
 		return exitcode.Usage
 	}
 	wl, err := workloads.ByName("listener")
@@ -92,6 +98,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	}
 	base := chaosrun.Spec{Cmd: "targets", Duration: cfg.Duration, Nodes: cfg.Nodes, Nemeses: cfg.Nemeses,
 		Workload: wl, Backend: "local", LeaseTTL: cfg.LeaseTTL, Variant: "reference", Quiet: true}
+	var rows, handoffs []matrix.Row
+	proto := map[string]Record{} // by row
 	for _, t := range cfg.Targets {
 		s := base
 		s.Target = t.Name
@@ -99,49 +107,42 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fenceline targets: %s: %v\n", t.Name, err)
 			return exitcode.Usage
 		}
-		base = s
+		rows = append(rows, matrix.Row{Name: t.Name, Spec: s})
+		s.Nemeses = []string{faults.Stop}
+		handoffs = append(handoffs, matrix.Row{Name: t.Name + "-handoff", Spec: s})
+		proto[t.Name] = Record{Target: t.Name, Fenced: t.Fenced}
+		proto[t.Name+"-handoff"] = Record{Target: t.Name, Fenced: t.Fenced, Handoff: true}
 	}
-	// Absolute: redis-server changes into its data directory before opening its log.
-	out, err := filepath.Abs(cfg.Out)
-	if err == nil {
-		err = os.MkdirAll(out, 0o755)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
-		return exitcode.Usage
+	// Every seed of every target, then one run per target with graceful stops only
+	// (the first seed): in an all-fault run few stops hit the leader, and the handoff is
+	// where designs differ.
+	plan := append(matrix.Cross(rows, cfg.seeds()), matrix.Cross(handoffs, matrix.Seeds{First: cfg.Seed, Count: 1})...)
+	recs := make([]Record, len(plan))
+	for i, p := range plan {
+		recs[i] = proto[p.Name]
+		recs[i].Seed = p.Seed
+		plan[i].Label = fmt.Sprintf("%s, seed %d%s", recs[i].Target, p.Seed, recs[i].kind())
 	}
 	began := time.Now()
-	// Seeds 1..K of every target, then one run per target with graceful stops only: in
-	// an all-fault run few stops hit the leader, and the handoff is where designs differ.
-	var plan []Record
-	for seed := int64(1); seed <= int64(cfg.Seeds); seed++ {
-		for _, t := range cfg.Targets {
-			plan = append(plan, Record{Target: t.Name, Fenced: t.Fenced, Seed: seed})
+	d := matrix.Driver{Cmd: "targets", Out: cfg.Out, Progress: stderr, RunLog: stderr}
+	d.Done = func(i int, r matrix.Result) string {
+		recs[i] = record(recs[i], r)
+		// As given: the committed table names no machine path.
+		if recs[i].Dir != "" {
+			recs[i].Dir = filepath.Join(cfg.Out, d.Rel(recs[i].Dir))
 		}
+		recs[i].Incomplete = strings.ReplaceAll(recs[i].Incomplete, d.Dir(), cfg.Out)
+		return recs[i].line()
 	}
-	for _, t := range cfg.Targets {
-		plan = append(plan, Record{Target: t.Name, Fenced: t.Fenced, Seed: 1, Handoff: true})
+	results, err := d.Execute(ctx, plan)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitcode.Usage
 	}
-	var recs []Record
-	for i, r := range plan {
-		if ctx.Err() != nil {
-			r.Incomplete = "not run: interrupted"
-			recs = append(recs, r)
-			continue
+	for i, r := range results {
+		if r.NotRun {
+			recs[i].Incomplete = r.Incomplete()
 		}
-		fmt.Fprintf(stderr, "fenceline targets: [%d/%d] %s, seed %d%s\n", i+1, len(plan), r.Target, r.Seed, r.kind())
-		s := base
-		s.Target, s.Seed, s.Out = r.Target, r.Seed, filepath.Join(out, "runs", r.Target)
-		if r.Handoff {
-			s.Nemeses, s.Out = []string{faults.Stop}, filepath.Join(out, "runs", r.Target+"-handoff")
-		}
-		r = record(r, s.Run(ctx, io.Discard, stderr))
-		if rel, err := filepath.Rel(out, r.Dir); err == nil && r.Dir != "" {
-			r.Dir = filepath.Join(cfg.Out, rel) // as given: the committed table names no machine path
-		}
-		r.Incomplete = strings.ReplaceAll(r.Incomplete, out, cfg.Out)
-		fmt.Fprintf(stderr, "fenceline targets: [%d/%d] %s\n", i+1, len(plan), r.line())
-		recs = append(recs, r)
 	}
 	t := table{cfg: cfg, recs: recs, began: began, elapsed: time.Since(began)}
 	md := t.markdown()
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
 		return exitcode.Unknown
 	}
-	if err := history.WriteJSON(filepath.Join(out, "targets.json"), recs); err != nil {
+	if err := history.WriteJSON(filepath.Join(d.Dir(), "targets.json"), recs); err != nil {
 		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
 		return exitcode.Unknown
 	}
@@ -171,36 +172,15 @@ func exitCode(recs []Record) int {
 	return code
 }
 
-// record fills r from a run's outcome.
-func record(r Record, o chaosrun.Outcome) Record {
-	r.Dir, r.Code = o.Dir, o.Code
-	if o.RunErr != nil {
-		r.Incomplete = o.RunErr.Error()
-	}
-	res := o.Result
-	if res == nil {
-		if r.Incomplete == "" {
-			r.Incomplete = fmt.Sprintf("not checked (exit code %d; see the run's logs)", o.Code)
-		}
+// record fills r from a run's result.
+func record(r Record, res matrix.Result) Record {
+	r.Dir, r.Code, r.Verdict, r.Incomplete = res.Outcome.Dir, res.Outcome.Code, res.Verdict(), res.Incomplete()
+	if !res.Checked() {
 		return r
 	}
-	// The exit code already folds in what the result alone does not say (an interrupted
-	// run is never valid).
-	switch o.Code {
-	case exitcode.OK:
-		r.Verdict = checker.Valid
-	case exitcode.Invalid:
-		r.Verdict = checker.Invalid
-	default:
-		r.Verdict = checker.Unknown
-	}
-	for _, c := range res.Checks {
-		if c.Verdict == checker.Invalid {
-			r.Failed = append(r.Failed, c.Name)
-		}
-	}
-	r.Windows = res.Windows
-	run, err := history.LoadRun(o.Dir)
+	r.Failed = res.FailedChecks()
+	r.Windows = res.Outcome.Result.Windows
+	run, err := res.LoadRun()
 	if err != nil {
 		r.Incomplete = "the run directory cannot be read again: " + err.Error()
 		return r
@@ -208,16 +188,11 @@ func record(r Record, o chaosrun.Outcome) Record {
 	if run.Info.Interrupted != "" {
 		r.Incomplete = run.Info.Interrupted
 	}
-	r.Injected = map[string]int{}
-	for _, f := range run.Faults {
-		if f.Type == history.Invoke {
-			r.Injected[f.Fault]++
-		}
-	}
-	if v, ok := res.FirstViolation(); ok {
+	r.Injected = matrix.Injected(run)
+	if v, at, ok := res.FirstViolation(); ok {
 		r.FirstCheck = v.Check
-		if v.Time != 0 {
-			r.FirstAt = time.Duration(v.Time - res.Start)
+		if at >= 0 {
+			r.FirstAt = at
 			for _, f := range run.Faults {
 				if f.Type == history.Invoke && f.Time <= v.Time {
 					r.FirstFault = f.Fault
@@ -225,9 +200,8 @@ func record(r Record, o chaosrun.Outcome) Record {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(o.Dir, reports.ResultsFile)); err == nil {
-		var rs reports.Results
-		if json.Unmarshal(b, &rs) == nil && rs.Store != nil && slices.Contains(r.Failed, checker.CheckExactlyOnce) {
+	if slices.Contains(r.Failed, checker.CheckExactlyOnce) {
+		if rs, err := res.Results(); err == nil && rs.Store != nil {
 			r.Lost, r.Duplicated = rs.Store.SinkLost, rs.Store.SinkDuplicated
 		}
 	}
@@ -244,21 +218,14 @@ func (r Record) kind() string {
 
 // line sums a run up for the progress log.
 func (r Record) line() string {
-	s := fmt.Sprintf("%s, seed %d%s: %s", r.Target, r.Seed, r.kind(), cmpOr(string(r.Verdict), "not checked"))
+	s := fmt.Sprintf("%s, seed %d%s: %s", r.Target, r.Seed, r.kind(), cmp.Or(string(r.Verdict), "not checked"))
 	if r.FirstCheck != "" {
-		s += fmt.Sprintf(" (%s at %s, after %s)", r.FirstCheck, r.FirstAt.Round(100*time.Millisecond), cmpOr(r.FirstFault, "no fault"))
+		s += fmt.Sprintf(" (%s at %s, after %s)", r.FirstCheck, r.FirstAt.Round(100*time.Millisecond), cmp.Or(r.FirstFault, "no fault"))
 	}
 	if r.Incomplete != "" {
 		s += "; incomplete: " + r.Incomplete
 	}
 	return s + "; " + r.Dir
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Pick parses --targets: "all" or a comma-separated list.

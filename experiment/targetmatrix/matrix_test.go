@@ -47,7 +47,21 @@ func TestMarkdown(t *testing.T) {
 		"| reference | 1 | 4ms | 4ms | 4ms |",
 		"| redsync | 1 | 120ms | 120ms | 120ms |",
 		"| redsync | 1 (stops only) | valid |",
+		"`fenceline targets --seeds 1`: each target, seeds 1..1,",
+		"with stops only (seed 1)",
 	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// The header and the handoff's note name the seeds that ran.
+func TestMarkdownSeeds(t *testing.T) {
+	tb := sampleTable(t)
+	tb.cfg.Seed, tb.cfg.Seeds = 4, 3
+	md := tb.markdown()
+	for _, want := range []string{"each target, seeds 4..6,", "with stops only (seed 4)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("table lacks %q:\n%s", want, md)
 		}

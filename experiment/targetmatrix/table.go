@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 )
 
@@ -37,14 +39,16 @@ func (t table) markdown() string {
 	var b strings.Builder
 	c := t.cfg
 	fmt.Fprintf(&b, "# Redis locks under faults\n\n")
-	fmt.Fprintf(&b, "`%s`: each target, seeds 1..%d, %s of chaos with faults %s, %d nodes, lease TTL %s, on the local backend. "+
+	fmt.Fprintf(&b, "`%s`: each target, seeds %s, %s of chaos with faults %s, %d nodes, lease TTL %s, on the local backend. "+
 		"Started %s, %s of wall time.\n\n",
-		c.Command, c.Seeds, c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL,
+		c.Command, c.seeds().Range(), c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL,
 		t.began.UTC().Format("2006-01-02 15:04 UTC"), t.elapsed.Round(time.Second))
 
 	b.WriteString("## Verdicts\n\n")
-	b.WriteString("| target | fence | runs | valid | invalid | unknown | checks failed (runs) | events lost / duplicated | first violation (median from start) |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---|---:|---:|\n")
+	verdicts := matrix.Table{
+		Header: []string{"target", "fence", "runs", "valid", "invalid", "unknown", "checks failed (runs)", "events lost / duplicated", "first violation (median from start)"},
+		Right:  []bool{false, false, true, true, true, true, false, true, true},
+	}
 	for _, tg := range c.Targets {
 		rs := t.byTarget(tg.Name)
 		var valid, invalid, unknown, lost, dup int
@@ -83,16 +87,17 @@ func (t table) markdown() string {
 		if len(firsts) > 0 {
 			first = checker.Summarize(firsts).P50.Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %d / %d | %s |\n",
-			tg.Name, fence, len(rs), valid, invalid, unknown, orDash(strings.Join(fl, ", ")), lost, dup, first)
+		verdicts.Add(tg.Name, fence, strconv.Itoa(len(rs)), strconv.Itoa(valid), strconv.Itoa(invalid), strconv.Itoa(unknown),
+			matrix.OrDash(strings.Join(fl, ", ")), fmt.Sprintf("%d / %d", lost, dup), first)
 	}
+	verdicts.Markdown(&b)
 
 	kinds := t.kinds()
 	b.WriteString("\n## Target × fault\n\n")
 	b.WriteString("Each cell: the runs whose first violation came after a fault of that kind (the latest fault injected before it; ✓ none), " +
 		"then the failover window p50 / p99 over every run of the target (fault → first commit accepted under a newer token; " +
 		"— when no fault of the kind displaced the leader).\n\n")
-	b.WriteString("| target | " + strings.Join(kinds, " | ") + " |\n|---|" + strings.Repeat("---|", len(kinds)) + "\n")
+	byFault := matrix.Table{Header: append([]string{"target"}, kinds...)}
 	for _, tg := range c.Targets {
 		rs := t.byTarget(tg.Name)
 		cells := []string{tg.Name}
@@ -116,18 +121,19 @@ func (t table) markdown() string {
 			win := "—"
 			if len(ws) > 0 {
 				d := checker.Summarize(ws)
-				win = fmtDur(d.P50) + " / " + fmtDur(d.P99)
+				win = matrix.Dur(d.P50) + " / " + matrix.Dur(d.P99)
 			}
 			cells = append(cells, mark+" · "+win)
 		}
-		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		byFault.Add(cells...)
 	}
+	byFault.Markdown(&b)
 
 	b.WriteString("\n## Graceful handoff\n\n")
-	b.WriteString("Every `stop` fault (SIGTERM: the leader releases its lock) that displaced the leader, in the runs above and in one run per target with stops only (seed 1), " +
-		"from the signal to the first commit under the new leader's token. " +
-		"The reference's standbys take over on its release notice; a library's standbys find out on their next retry.\n\n")
-	b.WriteString("| target | handoffs | p50 | p99 | max |\n|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "Every `stop` fault (SIGTERM: the leader releases its lock) that displaced the leader, in the runs above and in one run per target with stops only (seed %d), "+
+		"from the signal to the first commit under the new leader's token. "+
+		"The reference's standbys take over on its release notice; a library's standbys find out on their next retry.\n\n", c.seeds().From())
+	handoffs := matrix.Table{Header: []string{"target", "handoffs", "p50", "p99", "max"}, Right: []bool{false, true, true, true, true}}
 	for _, tg := range c.Targets {
 		var ws []time.Duration
 		for _, r := range t.recs {
@@ -142,13 +148,16 @@ func (t table) markdown() string {
 		}
 		d := checker.Summarize(ws)
 		if d.Count == 0 {
-			fmt.Fprintf(&b, "| %s | 0 | — | — | — |\n", tg.Name)
+			handoffs.Add(tg.Name, "0", "—", "—", "—")
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", tg.Name, d.Count, fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max))
+		handoffs.Add(tg.Name, strconv.Itoa(d.Count), matrix.Dur(d.P50), matrix.Dur(d.P99), matrix.Dur(d.Max))
 	}
+	handoffs.Markdown(&b)
 
-	b.WriteString("\n## Runs\n\n| target | seed | verdict | first violation | after fault | run directory |\n|---|---:|---|---|---|---|\n")
+	b.WriteString("\n## Runs\n\n")
+	runs := matrix.Table{Header: []string{"target", "seed", "verdict", "first violation", "after fault", "run directory"},
+		Right: []bool{false, true}}
 	for _, r := range t.recs {
 		first := "—"
 		if r.FirstCheck != "" {
@@ -158,10 +167,11 @@ func (t table) markdown() string {
 		if r.Incomplete != "" {
 			// One line of it: the rest (the node's stderr) is in the run's directory.
 			why, _, _ := strings.Cut(r.Incomplete, "\n")
-			v += " (incomplete: " + strings.ReplaceAll(why, "|", "/") + ")"
+			v += " (incomplete: " + why + ")"
 		}
-		fmt.Fprintf(&b, "| %s | %d%s | %s | %s | %s | %s |\n", r.Target, r.Seed, r.kind(), orDash(v), first, orDash(r.FirstFault), orDash(r.Dir))
+		runs.Add(r.Target, fmt.Sprintf("%d%s", r.Seed, r.kind()), matrix.OrDash(v), first, matrix.OrDash(r.FirstFault), matrix.OrDash(r.Dir))
 	}
+	runs.Markdown(&b)
 	return b.String()
 }
 
@@ -174,18 +184,4 @@ func (t table) kinds() []string {
 		}
 	}
 	return out
-}
-
-func fmtDur(d time.Duration) string {
-	if d >= time.Second {
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Millisecond).String()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
 }

@@ -1,9 +1,10 @@
 //go:build chaos
 
-// Package topomatrix runs the reference implementation on each Redis topology, with each
-// mitigation, under each Redis fault, for several seeds, and sums the runs up in one
-// table: how often Redis's own failures break what the fence guarantees on one server.
-// It is `fenceline topologies` without its flags, in chaos builds only.
+// Package topologies runs the reference implementation on each Redis topology, with
+// each mitigation, under each Redis fault, for several seeds (through
+// experiment/matrix), and sums the runs up in one table: how often Redis's own failures
+// break what the fence guarantees on one server. It is `fenceline topologies` without
+// its flags, in chaos builds only.
 package topologies
 
 import (
@@ -12,17 +13,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/exitcode"
@@ -84,11 +86,12 @@ func Cells() []Cell {
 
 // Config is one matrix.
 type Config struct {
-	Seeds    int           // runs per cell, seeds 1..Seeds
+	Seed     int64         // the first seed: runs use seeds Seed..Seed+Seeds-1 (default 0: 1)
+	Seeds    int           // runs per cell (>= 1)
 	Duration time.Duration // each run's chaos phase
 	Out      string        // receives the run directories (runs/<cell>/)
-	Markdown string        // the table's file (default Out/topologies.md)
-	// Merge keeps the rows of Markdown's table that this matrix does not run (and the
+	Table    string        // the table's file (default Out/topologies.md)
+	// Merge keeps the rows of Table's table that this matrix does not run (and the
 	// lines that say how they were run), replacing those it runs: one topology can be
 	// run again alone. Default false: the file is written anew.
 	Merge bool
@@ -122,76 +125,58 @@ type Summary struct {
 	Dirs                []string
 }
 
-// Run runs the matrix and writes Markdown into cfg.Out. It blocks until every run has
+// Run runs the matrix and writes the table to cfg.Table. It blocks until every run has
 // finished, or ctx ends (the runs in progress then heal and stop). The exit code is
 // exitcode.Unknown if a run could not be completed, else OK: an invalid run is the
 // finding the matrix measures, not a failure of it.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
-	if cfg.Seeds < 1 || cfg.Duration <= 0 {
-		fmt.Fprintln(stderr, "fenceline topologies: need --seeds >= 1 and --duration > 0")
+	seeds := matrix.Seeds{First: cfg.Seed, Count: cfg.Seeds}
+	if err := seeds.Check(); err != nil || cfg.Duration <= 0 {
+		fmt.Fprintln(stderr, "fenceline topologies: need --seeds >= 1, --seed >= 1 and --duration > 0")
 		return exitcode.Usage
 	}
 	if cfg.Cells == nil {
 		cfg.Cells = Cells()
 	}
-	cfg.Parallel = max(cfg.Parallel, 1)
 	wl, err := workloads.ByName("listener")
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline topologies: %v\n", err)
 		return exitcode.Usage
 	}
-	type job struct {
-		i    int
-		spec chaosrun.Spec
+	rows := make([]matrix.Row, len(cfg.Cells))
+	for i, c := range cfg.Cells {
+		s := chaosrun.Spec{
+			Cmd: "topologies", Duration: cfg.Duration, Nodes: 3, Nemeses: []string{c.Fault},
+			Workload: wl, Backend: cmp.Or(cfg.Backend, "local"), LeaseTTL: 2 * time.Second, Variant: "reference",
+			Binary: cfg.Binary, Quiet: true,
+			Redis:     backend.RedisSpec{Topology: c.Topology, MinReplicasToWrite: c.Mitigation.MinReplicas, MinReplicasMaxLag: 1},
+			RedisWait: c.Mitigation.Wait,
+		}
+		if err := s.Prepare(); err != nil {
+			fmt.Fprintf(stderr, "fenceline topologies: %s: %v\n", CellName(c), err)
+			return exitcode.Usage
+		}
+		rows[i] = matrix.Row{Name: CellName(c), Spec: s}
+	}
+	d := matrix.Driver{Cmd: "topologies", Out: cfg.Out, Parallel: cfg.Parallel, Progress: stderr}
+	results, err := d.Execute(ctx, matrix.ByRow(rows, seeds))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitcode.Usage
 	}
 	sums := make([]Summary, len(cfg.Cells))
-	var jobs []job
+	row := map[string]int{}
 	for i, c := range cfg.Cells {
-		sums[i] = Summary{Cell: c, Failed: map[string]int{}}
-		for seed := int64(1); seed <= int64(cfg.Seeds); seed++ {
-			s := chaosrun.Spec{
-				Cmd: "topologies", Duration: cfg.Duration, Nodes: 3, Nemeses: []string{c.Fault}, Seed: seed,
-				Workload: wl, Backend: cmp.Or(cfg.Backend, "local"), LeaseTTL: 2 * time.Second, Variant: "reference",
-				Out:    filepath.Join(cfg.Out, "runs", CellName(c)),
-				Binary: cfg.Binary, Quiet: true,
-				Redis:     backend.RedisSpec{Topology: c.Topology, MinReplicasToWrite: c.Mitigation.MinReplicas, MinReplicasMaxLag: 1},
-				RedisWait: c.Mitigation.Wait,
-			}
-			if err := s.Prepare(); err != nil {
-				fmt.Fprintf(stderr, "fenceline topologies: %s: %v\n", CellName(c), err)
-				return exitcode.Usage
-			}
-			jobs = append(jobs, job{i, s})
+		sums[i], row[CellName(c)] = Summary{Cell: c, Failed: map[string]int{}}, i
+	}
+	for _, r := range results {
+		if !r.NotRun {
+			sums[row[r.Name]].add(r)
 		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	next := make(chan job)
-	for range cfg.Parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				o := j.spec.Run(ctx, io.Discard, io.Discard)
-				mu.Lock()
-				sums[j.i].add(o)
-				s := sums[j.i]
-				fmt.Fprintf(stderr, "fenceline topologies: %s seed %d: %s (%s)\n", CellName(s.Cell), j.spec.Seed, verdictOf(o), o.Dir)
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- j
-	}
-	close(next)
-	wg.Wait()
 	var b strings.Builder
 	WriteMarkdown(&b, cfg, sums)
-	md := cmp.Or(cfg.Markdown, filepath.Join(cfg.Out, Markdown))
+	md := cmp.Or(cfg.Table, filepath.Join(cfg.Out, Markdown))
 	out := b.String()
 	if cfg.Merge {
 		if old, rerr := os.ReadFile(md); rerr == nil {
@@ -216,21 +201,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 // CellName names a row: topology-mitigation-fault.
 func CellName(c Cell) string { return c.Topology + "-" + c.Mitigation.Name + "-" + c.Fault }
 
-func verdictOf(o chaosrun.Outcome) checker.Verdict {
-	switch {
-	case o.Code == exitcode.OK:
-		return checker.Valid
-	case o.Code == exitcode.Invalid && o.Result != nil:
-		return checker.Invalid
-	}
-	return checker.Unknown
-}
-
 // add sums up one run.
-func (s *Summary) add(o chaosrun.Outcome) {
+func (s *Summary) add(r matrix.Result) {
 	s.Runs++
-	s.Dirs = append(s.Dirs, o.Dir)
-	switch verdictOf(o) {
+	s.Dirs = append(s.Dirs, r.Outcome.Dir)
+	switch r.Verdict() {
 	case checker.Valid:
 		s.Valid++
 	case checker.Invalid:
@@ -238,35 +213,29 @@ func (s *Summary) add(o chaosrun.Outcome) {
 	default:
 		s.Unknown++
 	}
-	res := o.Result
-	if res == nil {
+	if !r.Checked() {
 		return
 	}
-	run, err := history.LoadRun(o.Dir)
+	run, err := r.LoadRun()
 	if err != nil {
 		return
 	}
+	res := r.Outcome.Result
 	if _, ok := reports.RedisLostWrites(run, res); ok {
 		s.RedisLoss++
 	}
-	first := int64(0)
-	for _, c := range res.Checks {
-		if c.Verdict == checker.Invalid {
-			s.Failed[c.Name]++
-			if c.FirstViolation > 0 && (first == 0 || c.FirstViolation < first) {
-				first = c.FirstViolation
-			}
-		}
+	for _, c := range r.FailedChecks() {
+		s.Failed[c]++
 	}
-	if first > 0 {
-		s.FirstViolation = append(s.FirstViolation, time.Duration(first-res.Start))
+	if _, at, ok := r.FirstViolation(); ok && at >= 0 {
+		s.FirstViolation = append(s.FirstViolation, at)
 	}
 	for _, w := range res.Windows {
 		if w.Fault == s.Fault {
 			s.Windows = append(s.Windows, w.ToNewToken)
 		}
 	}
-	s.Promotions = append(s.Promotions, promotionTimes(o.Dir, run.Faults)...)
+	s.Promotions = append(s.Promotions, promotionTimes(r.Outcome.Dir, run.Faults)...)
 }
 
 // promotionTimes pairs each injection of a fault with the first promotion after it.
@@ -298,7 +267,7 @@ func promotionTimes(dir string, fs []history.Event) []time.Duration {
 // WriteMarkdown writes the table of sums.
 func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 	fmt.Fprintf(w, "# Redis topologies under Redis faults\n\n")
-	fmt.Fprintf(w, "The reference implementation, 3 nodes, lease 2 s; seeds 1..K per row. The rows were run by (a later line's rows replace an earlier one's):\n\n")
+	fmt.Fprintf(w, "The reference implementation, 3 nodes, lease 2 s; each row with the seeds its line below names. The rows were run by (a later line's rows replace an earlier one's):\n\n")
 	var tops []string
 	for _, s := range sums {
 		if !slices.Contains(tops, s.Topology) {
@@ -310,58 +279,37 @@ func WriteMarkdown(w io.Writer, cfg Config, sums []Summary) {
 	if cfg.Only != "" {
 		which += fmt.Sprintf(" named *%s*", cfg.Only)
 	}
-	fmt.Fprintf(w, "- `%s`: the %s, %s.\n\n", cmd, which, time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintln(w, "| topology | mitigation | fault | runs | valid / invalid / unknown | checks failed (runs) | Redis lost acknowledged writes (runs) | first violation, median | failover window p50 / p99 | promotion p50 / max |")
-	fmt.Fprintln(w, "|---|---|---|---:|---|---|---:|---:|---|---|")
+	seeds := matrix.Seeds{First: cfg.Seed, Count: cfg.Seeds}
+	fmt.Fprintf(w, "- `%s`: the %s, seeds %s, %s.\n\n", cmd, which, seeds.Range(), time.Now().UTC().Format("2006-01-02"))
+	t := matrix.Table{
+		Header: []string{"topology", "mitigation", "fault", "runs", "valid / invalid / unknown", "checks failed (runs)",
+			"Redis lost acknowledged writes (runs)", "first violation, median", "failover window p50 / p99", "promotion p50 / max"},
+		Right: []bool{false, false, false, true, false, false, true, true, false, false},
+	}
 	for _, s := range sums {
 		var failed []string
-		for _, k := range sortedKeys(s.Failed) {
+		for _, k := range slices.Sorted(maps.Keys(s.Failed)) {
 			failed = append(failed, fmt.Sprintf("%s %d", k, s.Failed[k]))
 		}
-		fv := "—"
-		if len(s.FirstViolation) > 0 {
-			fv = round(pct(s.FirstViolation, 50))
+		fv, win, prom := "—", "—", "—"
+		if d := checker.Summarize(s.FirstViolation); d.Count > 0 {
+			fv = matrix.Dur(d.P50)
 		}
-		win, prom := "—", "—"
-		if len(s.Windows) > 0 {
-			win = round(pct(s.Windows, 50)) + " / " + round(pct(s.Windows, 99))
+		if d := checker.Summarize(s.Windows); d.Count > 0 {
+			win = matrix.Dur(d.P50) + " / " + matrix.Dur(d.P99)
 		}
-		if len(s.Promotions) > 0 {
-			prom = round(pct(s.Promotions, 50)) + " / " + round(pct(s.Promotions, 100))
+		if d := checker.Summarize(s.Promotions); d.Count > 0 {
+			prom = matrix.Dur(d.P50) + " / " + matrix.Dur(d.Max)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d / %d / %d | %s | %d | %s | %s | %s |\n",
-			s.Topology, s.Mitigation.Name, s.Fault, s.Runs, s.Valid, s.Invalid, s.Unknown,
-			cmp.Or(strings.Join(failed, ", "), "—"), s.RedisLoss, fv, win, prom)
+		t.Add(s.Topology, s.Mitigation.Name, s.Fault, strconv.Itoa(s.Runs), fmt.Sprintf("%d / %d / %d", s.Valid, s.Invalid, s.Unknown),
+			matrix.OrDash(strings.Join(failed, ", ")), strconv.Itoa(s.RedisLoss), fv, win, prom)
 	}
+	t.Markdown(w)
 	fmt.Fprintln(w, "\nMitigations:")
 	for _, m := range append(Mitigations(), ClusterMitigations()[1]) {
 		fmt.Fprintf(w, "- `%s`: %s.\n", m.Name, m.About)
 	}
 	fmt.Fprintln(w, "\nA failover window runs from the fault's injection to the first commit accepted under a newer token; a promotion from the injection to the `+switch-master` the Sentinels announced, or in a cluster to the first poll of the data nodes (every 50 ms) that found the replica of the election's slot a primary with a newer config epoch. Run directories are under `runs/`.")
-}
-
-// pct is the nearest-rank percentile p (0 < p <= 100) of ds.
-func pct(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (p*len(s) + 99) / 100
-	return s[max(i, 1)-1]
-}
-
-func round(d time.Duration) string {
-	if d >= time.Second {
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Millisecond).String()
-}
-
-func sortedKeys(m map[string]int) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // MergeMarkdown merges a new table into an old one: the old table's rows that the new

@@ -38,9 +38,17 @@ func TestMergeMarkdown(t *testing.T) {
 		t.Fatalf("rows by topology %v, want single 1, sentinel 12, cluster 12:\n%s", rows, got)
 	}
 	for _, want := range []string{"- `fenceline topologies --seeds 3 --duration 1m0s`: the single, sentinel rows,",
-		"- `fenceline topologies --topology cluster --seeds 3 --duration 1m0s`: the cluster rows,"} {
+		"- `fenceline topologies --topology cluster --seeds 3 --duration 1m0s`: the cluster rows, seeds 1..3,"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("merged table lacks %q:\n%s", want, got)
+		}
+	}
+	// The stored table's rows and its separator line are kept as they were.
+	for _, l := range strings.Split(string(old), "\n") {
+		if strings.HasPrefix(l, "| single") || strings.HasPrefix(l, "| sentinel") || strings.HasPrefix(l, "|---") {
+			if !strings.Contains(got, l+"\n") {
+				t.Errorf("merged table lost the line %q", l)
+			}
 		}
 	}
 	// Merging the same rows again changes nothing.

@@ -2,7 +2,7 @@
 
 // Package validate is fenceline's self-validation: a checker that cannot fail proves
 // nothing. It runs each deliberately broken variant under the faults that expose it, for
-// seeds 1..K, and the reference under the same faults and seeds, and judges the
+// seeds N..N+K-1, and the reference under the same faults and seeds, and judges the
 // detection rates: every variant that must be caught is found invalid in at least
 // MinDetectionRate of its runs, and the reference never is (no false alarm). It writes
 // validate.md and validate.json. It exists in chaos builds only.
@@ -16,17 +16,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/namelist"
-	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -46,7 +45,9 @@ const (
 type Config struct {
 	// Variants are the broken variants to run (see PickVariants).
 	Variants []variants.Variant
-	// Seeds: runs use seeds 1..Seeds (>= 1).
+	// Seed is the first seed: runs use seeds Seed..Seed+Seeds-1. Default (0): 1.
+	Seed int64
+	// Seeds is how many seeds each variant runs (>= 1).
 	Seeds int
 	// Duration is each run's chaos phase (> 0).
 	Duration time.Duration
@@ -60,7 +61,7 @@ type Config struct {
 }
 
 // Run runs the self-validation matrix: each broken variant under the faults that
-// expose it, for seeds 1..K, and the reference under the same faults and seeds. It
+// expose it, for seeds N..N+K-1, and the reference under the same faults and seeds. It
 // prints the table to stdout and the progress to stderr, writes validate.md and
 // validate.json into cfg.Out, and returns the exit code: 0 when the reference raised no
 // false alarm and every variant that must be caught was caught in at least
@@ -69,8 +70,9 @@ type Config struct {
 // the run under way (the harness heals and cleans up), skips the rest and still writes
 // the table of what ran.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
-	if cfg.Seeds < 1 || cfg.Duration <= 0 || len(cfg.Variants) == 0 {
-		fmt.Fprintln(stderr, "fenceline validate: need --seeds >= 1, --duration > 0 and a variant")
+	seeds := matrix.Seeds{First: cfg.Seed, Count: cfg.Seeds}
+	if seeds.Check() != nil || cfg.Duration <= 0 || len(cfg.Variants) == 0 {
+		fmt.Fprintln(stderr, "fenceline validate: need --seeds >= 1, --seed >= 1, --duration > 0 and a variant")
 		return exitcode.Usage
 	}
 	wl, err := workloads.ByName("listener")
@@ -78,7 +80,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
 	}
-	plan, err := planMatrix(cfg.Variants, cfg.Seeds)
+	plan, err := planMatrix(cfg.Variants, seeds)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
@@ -93,33 +95,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
 	}
-	// An absolute directory: redis-server changes into its data directory before it
-	// opens its log file, so a relative run directory breaks the local backend.
-	out, err := filepath.Abs(cfg.Out)
-	if err == nil {
-		err = os.MkdirAll(out, 0o755)
-	}
+	began := time.Now()
+	d := &matrix.Driver{Cmd: "validate", Out: cfg.Out, Progress: stderr, RunLog: stderr}
+	runs, err := runMatrix(ctx, d, base, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
 	}
-	began := time.Now()
-	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosrun.Outcome {
-		s := base
-		s.Variant, s.Nemeses, s.Seed, s.Store = p.Variant, p.Faults, p.Seed, p.Store
-		if p.Workload != "" {
-			wl, err := workloads.ByName(p.Workload)
-			if err != nil {
-				return chaosrun.Outcome{Code: exitcode.Usage, RunErr: err}
-			}
-			s.Workload = wl
-		}
-		s.Out = filepath.Join(out, "runs", p.dirName())
-		return s.Run(ctx, io.Discard, stderr)
-	}, stderr)
-	relativize(runs, out)
+	out := d.Dir()
+	for i := range runs {
+		runs[i].Dir = d.Rel(runs[i].Dir) // as validate.md links them
+	}
 	rep := summarize(cfg.Variants, runs)
-	rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes = cfg.Seeds, cfg.Duration, cfg.LeaseTTL, cfg.Nodes
+	rep.Seed, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes = seeds.From(), cfg.Seeds, cfg.Duration, cfg.LeaseTTL, cfg.Nodes
 	rep.Command = cfg.Command
 	rep.Started, rep.Elapsed = began.UTC().Format(time.RFC3339), time.Since(began).Round(time.Second)
 
@@ -179,7 +167,7 @@ func (p plannedRun) dirName() string {
 // planMatrix lists the runs: for each variant and seed, the variant, then the
 // reference with the same seed and faults (as variants.Variant.ReferenceFaults says:
 // the reference always keeps its persistent Redis).
-func planMatrix(vs []variants.Variant, seeds int) ([]plannedRun, error) {
+func planMatrix(vs []variants.Variant, seeds matrix.Seeds) ([]plannedRun, error) {
 	var out []plannedRun
 	for _, v := range vs {
 		own, err := faults.ParseList(strings.Join(v.Faults, ","))
@@ -190,7 +178,7 @@ func planMatrix(vs []variants.Variant, seeds int) ([]plannedRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		for s := int64(1); s <= int64(seeds); s++ {
+		for _, s := range seeds.List() {
 			out = append(out,
 				plannedRun{Variant: v.Name, Under: v.Name, Faults: own, Seed: s, Store: v.Store, Workload: v.Workload},
 				plannedRun{Variant: variants.Reference, Under: v.Name, Faults: refFaults, Seed: s, Store: v.Store, Workload: v.Workload})
@@ -199,23 +187,34 @@ func planMatrix(vs []variants.Variant, seeds int) ([]plannedRun, error) {
 	return out, nil
 }
 
-// runMatrix runs plan in order with exec and records each outcome, printing a line per
-// run to progress. Once ctx is done, the runs left are recorded as not run.
-func runMatrix(ctx context.Context, plan []plannedRun, exec func(context.Context, plannedRun) chaosrun.Outcome, progress io.Writer) []runRecord {
-	out := make([]runRecord, 0, len(plan))
+// runMatrix runs plan in order with d, each run base with the run's variant, faults,
+// seed, store and workload, and records each outcome; d prints a line per run to its
+// Progress. Once ctx is done, the runs left are recorded as not run.
+func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan []plannedRun) ([]runRecord, error) {
+	runs := make([]matrix.Run, len(plan))
 	for i, p := range plan {
-		if ctx.Err() != nil {
-			r := newRecord(p)
-			r.Incomplete = "not run: interrupted"
-			out = append(out, r)
-			continue
+		s := base
+		s.Variant, s.Nemeses, s.Store = p.Variant, p.Faults, p.Store
+		if p.Workload != "" {
+			wl, err := workloads.ByName(p.Workload)
+			if err != nil {
+				return nil, err
+			}
+			s.Workload = wl
 		}
-		fmt.Fprintf(progress, "fenceline validate: [%d/%d] %s, faults %s, seed %d\n", i+1, len(plan), p.Variant, strings.Join(p.Faults, ","), p.Seed)
-		r := recordOutcome(p, exec(ctx, p))
-		fmt.Fprintf(progress, "fenceline validate: [%d/%d] %s\n", i+1, len(plan), r.line())
-		out = append(out, r)
+		runs[i] = matrix.Run{Row: matrix.Row{Name: p.dirName(), Spec: s}, Seed: p.Seed,
+			Label: fmt.Sprintf("%s, faults %s, seed %d", p.Variant, strings.Join(p.Faults, ","), p.Seed)}
 	}
-	return out
+	d.Done = func(i int, r matrix.Result) string { return recordResult(plan[i], r).line() }
+	results, err := d.Execute(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runRecord, len(plan))
+	for i, r := range results {
+		out[i] = recordResult(plan[i], r)
+	}
+	return out, nil
 }
 
 // runRecord is one run of the matrix and what came of it, as validate.json lists it.
@@ -252,33 +251,24 @@ func newRecord(p plannedRun) runRecord {
 	return runRecord{Variant: p.Variant, Under: p.Under, Faults: p.Faults, Seed: p.Seed}
 }
 
-// recordOutcome turns a chaos run's outcome into its record.
-func recordOutcome(p plannedRun, o chaosrun.Outcome) runRecord {
-	r := newRecord(p)
-	r.Dir = o.Dir
-	if o.RunErr != nil {
-		r.Incomplete = o.RunErr.Error()
+// recordResult turns a run's result into its record. Its verdict is the checker's: a
+// violation found in a run that could not be completed still counts.
+func recordResult(p plannedRun, r matrix.Result) runRecord {
+	rec := newRecord(p)
+	rec.Dir, rec.Incomplete = r.Outcome.Dir, r.Incomplete()
+	if !r.Checked() {
+		return rec
 	}
-	res := o.Result
-	if res == nil {
-		if r.Incomplete == "" {
-			r.Incomplete = fmt.Sprintf("the run could not be checked (exit code %d; see the log)", o.Code)
-		}
-		return r
+	res := r.Outcome.Result
+	rec.Verdict = res.Verdict
+	if v, at, ok := r.FirstViolation(); ok {
+		rec.FirstViolation = &violationAt{Check: v.Check, AfterStart: at, Description: v.Description}
 	}
-	r.Verdict = res.Verdict
-	if v, ok := res.FirstViolation(); ok {
-		at := time.Duration(-1)
-		if v.Time != 0 && res.Start != 0 {
-			at = time.Duration(v.Time - res.Start)
-		}
-		r.FirstViolation = &violationAt{Check: v.Check, AfterStart: at, Description: v.Description}
-	}
-	r.Overlaps = len(res.Overlaps)
+	rec.Overlaps = len(res.Overlaps)
 	for _, ov := range res.Overlaps {
-		r.LongestOverlap = max(r.LongestOverlap, ov.Duration)
+		rec.LongestOverlap = max(rec.LongestOverlap, ov.Duration)
 	}
-	return r
+	return rec
 }
 
 // detected: the checker found the run invalid.
@@ -372,6 +362,7 @@ type validateReport struct {
 	Command   string         `json:"command"`
 	Started   string         `json:"started"`
 	Elapsed   time.Duration  `json:"elapsed_ns"`
+	Seed      int64          `json:"first_seed"`
 	Seeds     int            `json:"seeds"`
 	Duration  time.Duration  `json:"duration_ns"`
 	LeaseTTL  time.Duration  `json:"lease_ttl_ns"`
@@ -444,7 +435,7 @@ func summarize(vs []variants.Variant, runs []runRecord) validateReport {
 		if row.Runs > 0 {
 			row.Rate = float64(row.Detected) / float64(row.Runs)
 		}
-		row.MedianToViolation = median(times)
+		row.MedianToViolation = checker.Summarize(times).P50 // nearest rank
 		row.Status = variantStatus(row)
 		ref.Status = referenceStatus(ref)
 		rep.Variants = append(rep.Variants, row)
@@ -513,27 +504,9 @@ func (rep validateReport) exitCode() int {
 	return exitcode.Unknown
 }
 
-// median returns the nearest-rank median of ds (the smallest value not exceeded by
-// half of them), or 0 for none.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)+1)/2-1]
-}
-
-// relativize makes the run directories relative to out, where validate.md is, so
-// that its links work.
-func relativize(runs []runRecord, out string) {
-	for i := range runs {
-		if d := runs[i].Dir; d != "" {
-			if rel, err := filepath.Rel(out, d); err == nil {
-				runs[i].Dir = rel
-			}
-		}
-	}
+// seeds are the report's seeds.
+func (rep validateReport) seeds() matrix.Seeds {
+	return matrix.Seeds{First: rep.Seed, Count: rep.Seeds}
 }
 
 // save writes validate.md and validate.json into out.
@@ -552,6 +525,13 @@ func (rep validateReport) save(out string) error {
 
 // write renders the report: GitHub Markdown, or boxed tables for a terminal.
 func (rep validateReport) write(w *bytes.Buffer, markdown bool) {
+	table := func(t matrix.Table) {
+		if markdown {
+			t.Markdown(w)
+		} else {
+			t.Terminal(w)
+		}
+	}
 	h := func(title string) {
 		if markdown {
 			fmt.Fprintf(w, "\n## %s\n\n", title)
@@ -561,16 +541,20 @@ func (rep validateReport) write(w *bytes.Buffer, markdown bool) {
 	}
 	if markdown {
 		fmt.Fprintf(w, "# fenceline validate: %s\n\n", rep.Outcome)
-		fmt.Fprintf(w, "`%s` — started %s, took %s. Seeds 1..%d, %s of chaos per run, lease TTL %s, %d nodes.\n",
-			rep.Command, rep.Started, rep.Elapsed, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes)
+		fmt.Fprintf(w, "`%s` — started %s, took %s. Seeds %s, %s of chaos per run, lease TTL %s, %d nodes.\n",
+			rep.Command, rep.Started, rep.Elapsed, rep.seeds().Range(), rep.Duration, rep.LeaseTTL, rep.Nodes)
 	} else {
-		fmt.Fprintf(w, "fenceline validate: %s\nSeeds 1..%d, %s of chaos per run, lease TTL %s, %d nodes; took %s.\n",
-			rep.Outcome, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes, rep.Elapsed)
+		fmt.Fprintf(w, "fenceline validate: %s\nSeeds %s, %s of chaos per run, lease TTL %s, %d nodes; took %s.\n",
+			rep.Outcome, rep.seeds().Range(), rep.Duration, rep.LeaseTTL, rep.Nodes, rep.Elapsed)
 	}
 
 	h("Broken variants")
 	fmt.Fprintf(w, "Each under the faults that expose it. A run is a detection when the checker finds it invalid (unknown is not). Variants that must be caught need a detection rate of at least %.0f%%.\n\n", 100*MinDetectionRate)
-	vt := [][]string{}
+	vt := matrix.Table{
+		Header: []string{"variant", "must catch", "faults", "runs", "detected", "rate", "unknown/incomplete",
+			"median to 1st violation", "overlaps", "status", "first violation"},
+		Right: []bool{false, false, false, true, true, true, true, true, false, false, false},
+	}
 	for _, r := range rep.Variants {
 		must := "yes"
 		if !r.Unsafe {
@@ -580,24 +564,24 @@ func (rep validateReport) write(w *bytes.Buffer, markdown bool) {
 		if r.FirstViolation != nil {
 			first = fmt.Sprintf("seed %d, %s", r.FirstSeed, describeViolation(r.FirstViolation))
 		}
-		vt = append(vt, []string{r.Variant, must, strings.Join(r.Faults, ", "), strconv.Itoa(r.Runs),
-			strconv.Itoa(r.Detected), fmt.Sprintf("%.0f%%", 100*r.Rate), strconv.Itoa(r.Unknown + r.Incomplete),
-			fmtMedian(r.MedianToViolation, r.Detected), fmtOverlaps(r.Overlaps, r.LongestOverlap), r.Status, clip(first, markdown)})
+		vt.Add(r.Variant, must, strings.Join(r.Faults, ", "), strconv.Itoa(r.Runs),
+			strconv.Itoa(r.Detected), fmt.Sprintf("%.0f%%", 100*r.Rate), strconv.Itoa(r.Unknown+r.Incomplete),
+			fmtMedian(r.MedianToViolation, r.Detected), fmtOverlaps(r.Overlaps, r.LongestOverlap), r.Status, clip(first, markdown))
 	}
-	reports.RenderTable(w, []string{"variant", "must catch", "faults", "runs", "detected", "rate", "unknown/incomplete",
-		"median to 1st violation", "overlaps", "status", "first violation"},
-		[]bool{false, false, false, true, true, true, true, true, false, false, false}, vt, markdown)
+	table(vt)
 
 	h("Reference under the same faults and seeds")
 	fmt.Fprintf(w, "Any invalid verdict is a false alarm and fails validation; an unknown verdict is shown, not counted as one.\n\n")
-	rt := [][]string{}
-	for _, r := range rep.Reference {
-		rt = append(rt, []string{r.Under, strings.Join(r.Faults, ", "), strconv.Itoa(r.Runs), strconv.Itoa(r.Valid),
-			strconv.Itoa(r.FalseAlarms), strconv.Itoa(r.Unknown), strconv.Itoa(r.Incomplete),
-			fmtOverlaps(r.Overlaps, r.LongestOverlap), r.Status, clip(orDash(r.Note), markdown)})
+	rt := matrix.Table{
+		Header: []string{"faults of", "faults", "runs", "valid", "false alarms", "unknown", "incomplete", "overlaps", "status", "note"},
+		Right:  []bool{false, false, true, true, true, true, true, false, false, false},
 	}
-	reports.RenderTable(w, []string{"faults of", "faults", "runs", "valid", "false alarms", "unknown", "incomplete", "overlaps", "status", "note"},
-		[]bool{false, false, true, true, true, true, true, false, false, false}, rt, markdown)
+	for _, r := range rep.Reference {
+		rt.Add(r.Under, strings.Join(r.Faults, ", "), strconv.Itoa(r.Runs), strconv.Itoa(r.Valid),
+			strconv.Itoa(r.FalseAlarms), strconv.Itoa(r.Unknown), strconv.Itoa(r.Incomplete),
+			fmtOverlaps(r.Overlaps, r.LongestOverlap), r.Status, clip(matrix.OrDash(r.Note), markdown))
+	}
+	table(rt)
 
 	if notes := rep.measuredNotes(); len(notes) > 0 {
 		h("Measured, not judged")
@@ -667,13 +651,6 @@ func fmtOverlaps(n int, longest time.Duration) string {
 		return "0"
 	}
 	return fmt.Sprintf("%d, longest %s", n, longest.Round(time.Millisecond))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
 }
 
 // clip shortens a long cell for the terminal; Markdown keeps it whole.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
@@ -208,24 +209,9 @@ func TestSummarizeCriteria(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	s := time.Second
-	for _, c := range []struct {
-		in   []time.Duration
-		want time.Duration
-	}{
-		{nil, 0}, {[]time.Duration{3 * s}, 3 * s}, {[]time.Duration{4 * s, 1 * s}, 1 * s},
-		{[]time.Duration{5 * s, 1 * s, 3 * s}, 3 * s}, {[]time.Duration{4 * s, 2 * s, 1 * s, 3 * s}, 2 * s},
-	} {
-		if got := median(c.in); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
-		}
-	}
-}
-
 func TestPlanMatrix(t *testing.T) {
 	vs := []variants.Variant{mustVariant(t, variants.NoFence), mustVariant(t, variants.VolatileRedis)}
-	plan, err := planMatrix(vs, 2)
+	plan, err := planMatrix(vs, matrix.Seeds{First: 4, Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +222,10 @@ func TestPlanMatrix(t *testing.T) {
 		v, ref := plan[i], plan[i+1]
 		if v.Variant != v.Under || ref.Variant != variants.Reference || ref.Under != v.Under || ref.Seed != v.Seed {
 			t.Errorf("runs %d, %d: %+v %+v", i, i+1, v, ref)
+		}
+		// --seed 4 --seeds 2: seeds 4 and 5, for each variant.
+		if want := int64(4 + i/2%2); v.Seed != want {
+			t.Errorf("run %d: seed %d, want %d", i, v.Seed, want)
 		}
 	}
 	if got := strings.Join(plan[0].Faults, ","); got != "delay,fp-late-commit" {
@@ -257,7 +247,7 @@ func TestPlanMatrix(t *testing.T) {
 }
 
 func TestRunMatrixInterrupted(t *testing.T) {
-	plan, err := planMatrix([]variants.Variant{mustVariant(t, variants.NoFence)}, 2)
+	plan, err := planMatrix([]variants.Variant{mustVariant(t, variants.NoFence)}, matrix.Seeds{Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +255,8 @@ func TestRunMatrixInterrupted(t *testing.T) {
 	defer cancel()
 	calls := 0
 	var progress bytes.Buffer
-	runs := runMatrix(ctx, plan, func(ctx context.Context, p plannedRun) chaosrun.Outcome {
+	d := &matrix.Driver{Cmd: "validate", Out: t.TempDir(), Progress: &progress}
+	d.Exec = func(ctx context.Context, r matrix.Run) chaosrun.Outcome {
 		calls++
 		if calls == 2 {
 			// Ctrl-C during the second run: the harness returns an incomplete run.
@@ -275,7 +266,11 @@ func TestRunMatrixInterrupted(t *testing.T) {
 		}
 		return chaosrun.Outcome{Dir: "d1", Code: exitcode.Invalid, Result: &checker.Result{Verdict: checker.Invalid, Start: 1,
 			Checks: []checker.CheckResult{{Name: checker.CheckStaleWrite, Verdict: checker.Invalid, FirstViolation: 1 + int64(5*time.Second), Offending: []string{"n1 commit"}}}}}
-	}, &progress)
+	}
+	runs, err := runMatrix(ctx, d, chaosrun.Spec{}, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if calls != 2 || len(runs) != 4 {
 		t.Fatalf("%d calls, %d records", calls, len(runs))
 	}
@@ -299,18 +294,23 @@ func TestRunMatrixInterrupted(t *testing.T) {
 	}
 }
 
-func TestRecordOutcome(t *testing.T) {
+func TestRecordResult(t *testing.T) {
 	p := plannedRun{Variant: variants.Reference, Under: variants.NoFence, Faults: []string{faults.Pause}, Seed: 7}
-	r := recordOutcome(p, chaosrun.Outcome{Code: exitcode.Usage, RunErr: errors.New("harness: Config.Dir and Start are required")})
+	result := func(o chaosrun.Outcome) matrix.Result { return matrix.Result{Outcome: o} }
+	r := recordResult(p, result(chaosrun.Outcome{Code: exitcode.Usage, RunErr: errors.New("harness: Config.Dir and Start are required")}))
 	if !r.undecided() || r.Verdict != "" {
 		t.Errorf("%+v", r)
 	}
-	r = recordOutcome(p, chaosrun.Outcome{Dir: "x", Code: exitcode.Usage})
+	r = recordResult(p, result(chaosrun.Outcome{Dir: "x", Code: exitcode.Usage}))
 	if !r.undecided() || !strings.Contains(r.Incomplete, "could not be checked") {
 		t.Errorf("%+v", r)
 	}
+	r = recordResult(p, matrix.Result{NotRun: true})
+	if !r.undecided() || r.Incomplete != "not run: interrupted" {
+		t.Errorf("%+v", r)
+	}
 	res := &checker.Result{Verdict: checker.Valid, Overlaps: []checker.Overlap{{Duration: time.Second}, {Duration: 3 * time.Second}}}
-	r = recordOutcome(p, chaosrun.Outcome{Dir: "x", Result: res})
+	r = recordResult(p, result(chaosrun.Outcome{Dir: "x", Result: res}))
 	if r.undecided() || r.detected() || r.Overlaps != 2 || r.LongestOverlap != 3*time.Second || r.FirstViolation != nil {
 		t.Errorf("%+v", r)
 	}
@@ -323,7 +323,7 @@ func TestValidateReportFiles(t *testing.T) {
 	runs = append(runs, fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...)
 	runs[0].FirstViolation.Description = "a | pipe and *stars* that must not break the table"
 	rep := summarize(vs, runs)
-	rep.Seeds, rep.Duration, rep.Command = 3, time.Minute, "fenceline validate"
+	rep.Seed, rep.Seeds, rep.Duration, rep.Command = 2, 3, time.Minute, "fenceline validate --seed 2"
 	out := t.TempDir()
 	if err := rep.save(out); err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestValidateReportFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# fenceline validate: pass", "| no-fence ", "non-atomic-release", `a \| pipe and \*stars\*`, "Measured, not judged", "(runs/no-fence/1/report.md)"} {
+	for _, want := range []string{"# fenceline validate: pass", "| no-fence ", "non-atomic-release", `a \| pipe and \*stars\*`, "Measured, not judged", "(runs/no-fence/1/report.md)", "Seeds 2..4,"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("validate.md lacks %q:\n%s", want, md)
 		}
