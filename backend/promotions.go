@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -55,4 +56,13 @@ func (l *promotionLog) wait(ctx context.Context, t time.Time, from string) (Prom
 		return Promotion{}, fmt.Errorf("%w: %v", ErrNoPromotion, err)
 	}
 	return p, nil
+}
+
+// find returns the first of xs that match accepts, or nil: how both topologies look up
+// their data nodes by name and by peer address.
+func find[T any](xs []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(xs, match); i >= 0 {
+		return xs[i]
+	}
+	return nil
 }

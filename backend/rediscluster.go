@@ -541,21 +541,11 @@ func (s *ClusterSet) waitSettled(ctx context.Context, timeout time.Duration) err
 }
 
 func (s *ClusterSet) byName(name string) *clusterNode {
-	for _, n := range s.data {
-		if n.name == name {
-			return n
-		}
-	}
-	return nil
+	return find(s.data, func(n *clusterNode) bool { return n.name == name })
 }
 
 func (s *ClusterSet) byPeer(addr string) *clusterNode {
-	for _, n := range s.data {
-		if n.peer == addr {
-			return n
-		}
-	}
-	return nil
+	return find(s.data, func(n *clusterNode) bool { return n.peer == addr })
 }
 
 // current is the primary of the election's shard, as last seen.

@@ -306,21 +306,11 @@ func (s *SentinelSet) switched(payload string) {
 }
 
 func (s *SentinelSet) byPeer(addr string) *dataNode {
-	for _, d := range s.data {
-		if d.Peer == addr {
-			return d
-		}
-	}
-	return nil
+	return find(s.data, func(d *dataNode) bool { return d.Peer == addr })
 }
 
 func (s *SentinelSet) byName(name string) *dataNode {
-	for _, d := range s.data {
-		if d.Name == name {
-			return d
-		}
-	}
-	return nil
+	return find(s.data, func(d *dataNode) bool { return d.Name == name })
 }
 
 // current is the primary as the last +switch-master said.
