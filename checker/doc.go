@@ -47,7 +47,8 @@
 //     of its process that no fault injected: its lease had run out by its own clock
 //     before the other acquired and it recorded nothing while late (stallExplained);
 //   - unexplained leader change: every handover before the final heal follows a fault,
-//     or a stall of the old leader that no fault injected (changeStalled);
+//     or a stall of the old leader, or of Redis (its renewal and another node's
+//     request both unanswered), that no fault injected (changeStalled);
 //   - failover budget (only with Options.Budgets): no window statistic over budget.
 //
 // It also measures, without judging: the leadership terms and the intervals in which

@@ -23,8 +23,9 @@ const (
 	CheckLeaseExclusion = "lease-exclusion"
 	// CheckUnexplainedLeaderChange judges the leader changes the store saw during the
 	// chaos phase: each must follow a fault (injected, or an outage of Redis the harness
-	// found) within two lease TTLs of its heal, or a stall of the old leader that no
-	// fault injected (see changeStalled).
+	// found) within two lease TTLs of its heal, or a stall of the old leader, or of
+	// Redis as the nodes' unanswered requests show it, that no fault injected (see
+	// changeStalled).
 	CheckUnexplainedLeaderChange = "unexplained-leader-change"
 )
 
@@ -291,7 +292,7 @@ func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d leader changes before the final heal, each after a fault", judged)
 		if stalled > 0 {
-			cr.Message = fmt.Sprintf("%d leader changes before the final heal: %d after a fault, %d after a stall of the old leader that no fault injected (its lease expired while it was silent or its renewal was slow)",
+			cr.Message = fmt.Sprintf("%d leader changes before the final heal: %d after a fault, %d after a stall of the old leader or of Redis that no fault injected (its lease expired while it was silent, while its renewal was slow, or while Redis answered neither its renewal nor another node's request)",
 				judged, judged-stalled, stalled)
 		}
 		return cr
@@ -304,15 +305,21 @@ func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
 }
 
 // changeStalled reports whether the old term t ended because the machine, not a fault
-// of the harness nor the election, stalled its leader: it stepped down because its
-// lease expired ("lease-expired": not a renewal Redis rejected, nor a term that ended on
-// its own), and in its last lease TTL before that it was silent (recorded nothing) for
-// at least a third of the lease (the default renew interval), or a renewal took that
-// long or never came back; and it invoked no commit or renewal after its lease ran out
-// by its own clock (counted from its last successful acquire or renewal sent) but within
+// of the harness nor the election, stalled its leader or Redis: it stepped down because
+// its lease expired ("lease-expired": not a renewal Redis rejected, nor a term that
+// ended on its own), and in its last lease TTL before that it was silent (recorded
+// nothing) for at least a third of the lease (the default renew interval), or a renewal
+// took that long or never came back, or a renewal got no answer while a request of
+// another node's elector was also in flight and got none either (see
+// unansweredElsewhere); and it invoked no commit or renewal after its lease ran out by
+// its own clock (counted from its last successful acquire or renewal sent) but within
 // the drift margin of its step-down. A loaded machine deschedules the node or Redis that
-// long; an election that forgets to renew goes on committing, and one that ignores its
-// deadline goes on after it: neither is excused.
+// long, and a busy disk holds Redis in an fsync of its append-only file: the renewal
+// then ends at the elector's request timeout (a sixth of the lease), shorter than any
+// silence this counts, and the harness's probe, which waits longer, may not see it. An
+// election that forgets to renew goes on committing, one that ignores its deadline goes
+// on after it, and one whose renewals alone go unanswered while Redis answers the other
+// nodes is broken itself: none is excused.
 func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
 	if t.EndReason != "step-down: lease-expired" {
 		return false
@@ -339,8 +346,13 @@ func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
 	}
 	from, gap := max(t.Start, t.End-int64(ttl)), int64(ttl/3)
 	for _, e := range p.el {
-		if e.node == node && e.token == t.Token && e.kind == history.KindRenew && e.call >= from && e.call <= t.End &&
-			(e.ret == never || e.ret == 0 || e.ret-e.call >= gap) {
+		if e.node != node || e.token != t.Token || e.kind != history.KindRenew || e.call < from || e.call > t.End {
+			continue
+		}
+		if e.ret == never || e.ret == 0 || e.ret-e.call >= gap {
+			return true
+		}
+		if e.typ == history.Info && p.unansweredElsewhere(node, e.call, e.ret) {
 			return true
 		}
 	}
@@ -354,6 +366,25 @@ func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
 		prev = all[i]
 	}
 	return t.End-prev >= gap
+}
+
+// unansweredElsewhere reports whether an election request of a node other than node
+// (an acquire, renewal or release) was in flight at some moment of [call, ret] and got
+// no answer (info, with a completion): Redis, or the path every node shares to it,
+// answered neither then. The reference's elector never cancels a request it sent, so
+// info there means a timeout, a lost connection or an error reply (LOADING); and its
+// standbys send an acquire at least every RetryInterval (a quarter of the lease), so an
+// outage long enough to cost a leader two renewals usually holds one of theirs. One
+// node's requests alone going unanswered is no outage of Redis: the other nodes were
+// answered.
+func (p *parsed) unansweredElsewhere(node int32, call, ret int64) bool {
+	for i := range p.el {
+		e := &p.el[i]
+		if e.node != node && e.typ == history.Info && e.ret != never && e.ret != 0 && e.call < ret && call < e.ret {
+			return true
+		}
+	}
+	return false
 }
 
 // changeExplained reports whether a fault was open, or healed at most two lease TTLs

@@ -2,9 +2,12 @@ package checker
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/history"
 )
 
 // How the earlier leader n1 spends an overlap in exclusionRunAs.
@@ -191,5 +194,52 @@ func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
 	}
 	if c := run(ttl + maxClockJump(ttl) + ttl/2); c.Verdict != Invalid {
 		t.Errorf("an overlap %v after a clock heal: %+v, want invalid", ttl+maxClockJump(ttl)+ttl/2, c)
+	}
+}
+
+// A recorded run (testdata/real/redis-stall-self-handover): `fenceline chaos --nemesis
+// none --seed 1 --duration 20s` (3 local nodes, lease 2 s) whose redis-server was stopped
+// (SIGSTOP) for 1.33 s at t+7.95 s from outside the harness, as a loaded machine stalls
+// it (an fsync of its append-only file on a busy disk): no fault was recorded, and the
+// harness's probe, which waits 1 s, did not see it. The leader n1's two renewals after
+// its last good one (t+8.22, t+8.92) got no answer (i/o timeout), as did the standbys'
+// acquires; it stepped down at its deadline (t+9.449, lease-expired), found its own lock
+// still in Redis, released it and took the lease again: n1 (token …999) to n1 (token
+// …000) at t+9.456 s, the shape of issue 22's false alarm. Trimmed to every election
+// operation and the store operations of t+6.5..10.5 s.
+func TestLeaderChangeAfterRedisStall(t *testing.T) {
+	run, err := history.LoadRun(filepath.Join("testdata", "real", "redis-stall-self-handover"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(run *history.Run) CheckResult {
+		t.Helper()
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckUnexplainedLeaderChange}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *res.Check(CheckUnexplainedLeaderChange)
+	}
+	if c := check(run); c.Verdict != Valid || c.Stats["changes"] != 1 || c.Stats["stalled"] != 1 {
+		t.Errorf("a self-handover after a stall of Redis that no node got an answer from: %+v, want valid, one stall", c)
+	}
+	// The same history without the standbys' unanswered requests: only the leader got
+	// no answer, which no outage of Redis explains.
+	drop := map[string]bool{}
+	for _, e := range run.Events.All() {
+		if e.Node != "n1" && e.Type == history.Info {
+			drop[e.ID] = true
+		}
+	}
+	var kept []history.Event
+	for _, e := range run.Events.All() {
+		if !drop[e.ID] {
+			kept = append(kept, e)
+		}
+	}
+	alone := *run
+	alone.Events = history.Pack(kept)
+	if c := check(&alone); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "leadership passed from n1 (token 9999999999999999) to n1 (token 10000000000000000)") {
+		t.Errorf("the same change with only the leader unanswered: %+v, want invalid", c)
 	}
 }
