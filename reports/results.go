@@ -270,9 +270,11 @@ type StoreSummary struct {
 	TokenCounter int64 `json:"token_counter"`
 	SinkEvents   int   `json:"sink_events"`
 	AuditEntries int   `json:"audit_entries"`
-	// SinkLost counts the events 1..Cursor missing from the sink and SinkDuplicated
-	// the sink entries that repeat an earlier one: the exactly-once check's findings
-	// as totals (a soak sums them over its runs).
+	// SinkLost counts the events Run.StartCursor+1..Cursor missing from the sink (the
+	// events the run had to apply; none below its start) and SinkDuplicated the sink
+	// entries that repeat an earlier one: the exactly-once check's findings as totals
+	// (a soak sums them over its runs). Counted in 64 bits, never clamped where int has
+	// 64 bits.
 	SinkLost       int `json:"sink_lost"`
 	SinkDuplicated int `json:"sink_duplicated"`
 }
@@ -545,7 +547,7 @@ func (v *view) results(n int) *Results {
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
 			SinkEvents: len(st.Sink), AuditEntries: st.AuditLen()}
-		r.Store.SinkLost, r.Store.SinkDuplicated = v.sinkLost, v.sinkDup
+		r.Store.SinkLost, r.Store.SinkDuplicated = clampInt(v.sinkLost), clampInt(v.sinkDup)
 	}
 	r.Files = v.allFiles()
 	if r.Omitted != (ListCounts{}) {
@@ -554,31 +556,40 @@ func (v *view) results(n int) *Results {
 	return r
 }
 
-// sinkCounts counts the events 1..cursor missing from sink and the entries of sink
-// that repeat an earlier one. Its memory is bounded by the sink, not by the cursor: a
-// sink in increasing order (what a correct run leaves) is counted in one pass, any
-// other from a sorted copy.
-func sinkCounts(sink []int64, cursor int64) (lost, dup int) {
+// sinkCounts counts the events start+1..cursor missing from sink and the entries of
+// sink that repeat an earlier one, as the exactly-once check judges a run that began at
+// cursor start (history.RunInfo.StartCursor): events at or below start were never the
+// run's to apply. Counts are int64: a boundary start puts the cursor near 2^53, and a
+// cursor far beyond a short sink loses that many events. Its memory is bounded by the
+// sink, not by the cursor: a sink in increasing order (what a correct run leaves) is
+// counted in one pass, any other from a sorted copy.
+func sinkCounts(sink []int64, start, cursor int64) (lost, dup int64) {
 	sorted := sink
 	if !slices.IsSorted(sink) {
 		sorted = slices.Clone(sink)
 		slices.Sort(sorted)
 	}
-	in := int64(0)
+	in := uint64(0)
 	for i, id := range sorted {
 		if i > 0 && id == sorted[i-1] {
 			dup++
 			continue
 		}
-		if id >= 1 && id <= cursor {
+		if id > start && id <= cursor {
 			in++
 		}
 	}
-	if cursor > in {
-		lost = int(min(cursor-in, math.MaxInt32))
+	if cursor > start {
+		// cursor-start can exceed MaxInt64 only for a negative start, which no run has.
+		if want := uint64(cursor) - uint64(start); want > in {
+			lost = int64(min(want-in, math.MaxInt64))
+		}
 	}
 	return lost, dup
 }
+
+// clampInt is n as an int: n itself wherever int has 64 bits.
+func clampInt(n int64) int { return int(min(n, int64(math.MaxInt))) }
 
 func ptr[T any](x T) *T { return &x }
 
