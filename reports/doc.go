@@ -13,7 +13,10 @@
 //     leader changes, fencing rejections, the fault schedule, the largest leadership
 //     overlaps and the operation counts. Tables are rendered by tablewriter. A long
 //     table shows its first and last rows with a "… N more" row between them, and
-//     each failing check at most its first and last 10 offending operations.
+//     each failing check at most its first and last 10 offending operations. A run
+//     that did not pass ends with the way back: the commands `fenceline-chaos chaos
+//     --replay DIR` and `fenceline-chaos shrink DIR`, DIR the run's directory as the
+//     renderer was given it (index.html ends with them too).
 //   - index.html: one self-contained page (inline CSS, script and SVG; it fetches
 //     nothing) with the same content and a timeline: a lane per node showing when it
 //     followed, led (labelled with its token), was down, paused, cut off, slowed or had
