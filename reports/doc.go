@@ -58,8 +58,9 @@
 // v2 differs from v1 in one way that breaks readers: a list is no longer every item
 // of its kind. Count with "totals" (or leader_changes, fencing_rejections), not with
 // the length of a list. New in v2: list_limit, totals, omitted, full and each check's
-// offending_omitted. results-full.json.gz, written when a list was cut, is one gzipped
-// JSON document of the same schema with list_limit 0, nothing omitted and no "full".
+// offending_omitted; added since: each distribution's n and fewer_than_5.
+// results-full.json.gz, written when a list was cut, is one gzipped JSON document of
+// the same schema with list_limit 0, nothing omitted and no "full".
 //
 //	{
 //	  "schema": "fenceline/results/v2",
@@ -85,7 +86,9 @@
 //	  }],
 //	  "failover": [{                                  // per fault kind, sorted by kind
 //	    "fault": "kill", "injected": 4, "windows": 3,
-//	    "to_new_token": {"count": 3, "min_ns": …, "p50_ns": …, "p90_ns": …, "p99_ns": …, "max_ns": …},
+//	    "to_new_token": {"count": 3, "n": 3,          // n: the samples the percentiles rest on
+//	                     "fewer_than_5": true,        // only when 0 < n < 5: p90, p99 are the maximum
+//	                     "min_ns": …, "p50_ns": …, "p90_ns": …, "p99_ns": …, "max_ns": …},
 //	    "gap": {…same…}                               // last old-term to first new-term commit
 //	  }],
 //	  "windows": [{"fault", "fault_node", "injected_at_ns", "old_node", "old_token",

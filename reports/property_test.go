@@ -275,6 +275,17 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 		if f.ToNewToken.Count != f.Windows || f.Gap.Count != f.Windows || perKind[f.Fault] != f.Windows {
 			t.Errorf("%s: %d windows, distributions over %d and %d, %d windows listed", f.Fault, f.Windows, f.ToNewToken.Count, f.Gap.Count, perKind[f.Fault])
 		}
+		// Each percentile carries its n: beside it in results.json, in the cell when
+		// it rests on fewer than 5 windows.
+		if f.ToNewToken.N != f.Windows || f.Gap.N != f.Windows || f.ToNewToken.FewSamples != (f.Windows > 0 && f.Windows < minSamples) {
+			t.Errorf("%s: n %d and %d (fewer than 5: %v) for %d windows", f.Fault, f.ToNewToken.N, f.Gap.N, f.ToNewToken.FewSamples, f.Windows)
+		}
+		for _, col := range []string{"p50", "p90", "p99"} {
+			marked := strings.Contains(row[col], fmt.Sprintf("(n=%d, fewer than 5", f.Windows))
+			if marked != f.ToNewToken.FewSamples {
+				t.Errorf("%s: report.md's %s cell %q for %d windows", f.Fault, col, row[col], f.Windows)
+			}
+		}
 	}
 
 	// Leader changes: the checker's count, listed in full, one per term that the store

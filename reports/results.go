@@ -169,12 +169,23 @@ type Failover struct {
 // Distribution summarizes durations with nearest-rank percentiles; all zero when
 // Count is 0.
 type Distribution struct {
-	Count int           `json:"count"`
-	Min   time.Duration `json:"min_ns"`
-	P50   time.Duration `json:"p50_ns"`
-	P90   time.Duration `json:"p90_ns"`
-	P99   time.Duration `json:"p99_ns"`
-	Max   time.Duration `json:"max_ns"`
+	Count int `json:"count"`
+	// N is the number of samples the percentiles rest on (Count, named as every
+	// percentile's sample count is). FewSamples is set when 0 < N < 5: each percentile
+	// is then one of the N samples (p90 and p99 the maximum).
+	N          int           `json:"n"`
+	FewSamples bool          `json:"fewer_than_5,omitempty"`
+	Min        time.Duration `json:"min_ns"`
+	P50        time.Duration `json:"p50_ns"`
+	P90        time.Duration `json:"p90_ns"`
+	P99        time.Duration `json:"p99_ns"`
+	Max        time.Duration `json:"max_ns"`
+}
+
+// distribution is d as results.json gives it, with its sample count.
+func distribution(d checker.Distribution) Distribution {
+	return Distribution{Count: d.Count, N: d.Count, FewSamples: d.Count > 0 && d.Count < minSamples,
+		Min: d.Min, P50: d.P50, P90: d.P90, P99: d.P99, Max: d.Max}
 }
 
 // Window is one failover caused by a fault (see checker.Window).
@@ -504,7 +515,7 @@ func (v *view) results(n int) *Results {
 	}
 	for _, f := range v.res.Failover {
 		r.Failover = append(r.Failover, Failover{Fault: f.Fault, Injected: f.Injected, Windows: f.Windows,
-			ToNewToken: Distribution(f.ToNewToken), Gap: Distribution(f.Gap)})
+			ToNewToken: distribution(f.ToNewToken), Gap: distribution(f.Gap)})
 	}
 	for _, w := range windows {
 		r.Windows = append(r.Windows, Window{Fault: w.Fault, FaultNode: w.FaultNode, InjectedAtNS: v.rel(w.Injected),
