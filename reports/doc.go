@@ -24,7 +24,10 @@
 //     rate of accepted commits. A row with more than 400 boxes draws those that start
 //     within the same 1/400 of the width as one (its tooltip counts them), so the page
 //     stays about a megabyte however long the run.
-//   - junit.xml: one testsuite with one testcase per check. An invalid check is a
+//   - junit.xml: one testsuite with one testcase per check, named "<check> (seed N)"
+//     in the class fenceline.<target>.<topology>.<store>; the suite's time is the
+//     run's length, and its properties carry the failover p50, p99 and n of each fault
+//     kind and whether Redis lost acknowledged writes. An invalid check is a
 //     <failure>; an unknown one is an <error> (not <skipped>, which CI systems show as
 //     harmless): a check that could not decide is never a pass. A run with no check, or
 //     an interrupted one, gets an extra "run" testcase with an <error>. The file follows
@@ -58,7 +61,8 @@
 // v2 differs from v1 in one way that breaks readers: a list is no longer every item
 // of its kind. Count with "totals" (or leader_changes, fencing_rejections), not with
 // the length of a list. New in v2: list_limit, totals, omitted, full and each check's
-// offending_omitted; added since: each distribution's n and fewer_than_5.
+// offending_omitted; added since: each distribution's n and fewer_than_5, and the
+// redis_lost_acknowledged_writes finding.
 // results-full.json.gz, written when a list was cut, is one gzipped JSON document of
 // the same schema with list_limit 0, nothing omitted and no "full".
 //
@@ -66,6 +70,9 @@
 //	  "schema": "fenceline/results/v2",
 //	  "verdict": "valid" | "invalid" | "unknown",   // the run's verdict; a CI gate reads this
 //	  "summary": "2 of 8 checks failed: no-stale-write, linearizability.",
+//	  "redis_lost_acknowledged_writes": false,     // true: an invalid run whose violations Redis caused
+//	  "redis_lost_acknowledged_writes_evidence": "…",  // the proof; only when true
+//	  "redis_lost_acknowledged_commits": 3,        // acknowledged commits missing from the store; when known
 //	  "run": {
 //	    "seed": 42, "nodes": ["n1","n2","n3"], "workload": "listener",
 //	    "variant": "reference", "backend": "local", "nemeses": ["kill","pause"],

@@ -344,6 +344,30 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	if props["leader_changes"] != strconv.Itoa(r.LeaderChanges) || props["verdict"] != string(r.Verdict) {
 		t.Errorf("junit.xml properties: leader_changes %q, verdict %q", props["leader_changes"], props["verdict"])
 	}
+	// The suite's time is the run's length; the failover percentiles and their n, and
+	// the Redis-loss finding, are results.json's.
+	if want := fmt.Sprintf("%.3f", float64(run.Info.End-run.Info.Start)/1e9); s.Time != want {
+		t.Errorf("junit.xml: suite time %s, the run took %s s", s.Time, want)
+	}
+	for _, f := range r.Failover {
+		k := "failover." + f.Fault
+		if props[k+".n"] != strconv.Itoa(f.ToNewToken.N) {
+			t.Errorf("junit.xml: %s.n %q, results.json %d", k, props[k+".n"], f.ToNewToken.N)
+		}
+		if f.ToNewToken.N > 0 && (props[k+".p50_ns"] != strconv.FormatInt(int64(f.ToNewToken.P50), 10) || props[k+".p99_ns"] != strconv.FormatInt(int64(f.ToNewToken.P99), 10)) {
+			t.Errorf("junit.xml: %s p50 %q p99 %q, results.json %d %d", k, props[k+".p50_ns"], props[k+".p99_ns"], f.ToNewToken.P50, f.ToNewToken.P99)
+		}
+	}
+	if props["redis_lost_acknowledged_writes"] != strconv.FormatBool(r.RedisLostAcknowledgedWrites) {
+		t.Errorf("junit.xml: redis_lost_acknowledged_writes %q, results.json %v", props["redis_lost_acknowledged_writes"], r.RedisLostAcknowledgedWrites)
+	}
+	names := map[string]bool{}
+	for _, c := range s.Cases {
+		if names[c.Name] || c.Classname != "fenceline."+orDefault(run.Info.Variant, "reference")+".single.redis" {
+			t.Errorf("junit.xml: case %q of class %q repeats or is misnamed", c.Name, c.Classname)
+		}
+		names[c.Name] = true
+	}
 	if s.Errors < unknown {
 		t.Errorf("junit.xml: %d errors for %d undecided checks", s.Errors, unknown)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -317,7 +318,7 @@ func TestUnknownIsNotAPass(t *testing.T) {
 	if err := JUnit(&ju, run, res); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ju.String(), `<testcase name="run"`) || !strings.Contains(ju.String(), "<error") {
+	if !strings.Contains(ju.String(), `<testcase name="run (seed `) || !strings.Contains(ju.String(), "<error") {
 		t.Errorf("interrupted run: junit has no error:\n%s", ju.String())
 	}
 }
@@ -398,8 +399,8 @@ func TestJUnit(t *testing.T) {
 			failures := 0
 			for i, tc := range s.Cases {
 				cr := res.Checks[i]
-				if tc.Name != cr.Name {
-					t.Errorf("case %d is %q, want %q", i, tc.Name, cr.Name)
+				if want := fmt.Sprintf("%s (seed %d)", cr.Name, run.Info.Seed); tc.Name != want {
+					t.Errorf("case %d is %q, want %q", i, tc.Name, want)
 				}
 				switch cr.Verdict {
 				case checker.Valid:

@@ -57,9 +57,17 @@ type Results struct {
 	Schema  string          `json:"schema"`
 	Verdict checker.Verdict `json:"verdict"`
 	// Summary is the verdict in one sentence.
-	Summary string     `json:"summary"`
-	Run     RunSummary `json:"run"`
-	Checks  []Check    `json:"checks"`
+	Summary string `json:"summary"`
+	// RedisLostAcknowledgedWrites is set when the run is invalid with proof that Redis
+	// lost writes it had acknowledged in a failover (RedisLostWrites): its violations
+	// are a finding about Redis's replication, not the election. RedisLossEvidence
+	// is the proof and RedisLostCommits counts the acknowledged commits missing from
+	// the final store (omitted when the proof is of another kind).
+	RedisLostAcknowledgedWrites bool       `json:"redis_lost_acknowledged_writes"`
+	RedisLossEvidence           string     `json:"redis_lost_acknowledged_writes_evidence,omitempty"`
+	RedisLostCommits            int        `json:"redis_lost_acknowledged_commits,omitempty"`
+	Run                         RunSummary `json:"run"`
+	Checks                      []Check    `json:"checks"`
 	// Failover summarizes the failover windows per fault kind, sorted by kind.
 	Failover []Failover `json:"failover"`
 	Windows  []Window   `json:"windows"`
@@ -483,6 +491,8 @@ func (v *view) results(n int) *Results {
 		Checks: []Check{}, Failover: []Failover{}, Windows: []Window{}, Changes: []LeaderChange{},
 		Rejections: []Rejection{}, Terms: []Term{}, Overlaps: []Overlap{}, Faults: []Fault{},
 	}
+	loss := v.redisLoss()
+	r.RedisLostAcknowledgedWrites, r.RedisLossEvidence, r.RedisLostCommits = loss.Lost, loss.Evidence, loss.Commits
 	if r.Run.Versions == nil {
 		r.Run.Versions = map[string]string{}
 	}

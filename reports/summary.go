@@ -26,6 +26,9 @@ func Summary(w io.Writer, run *history.Run, res *checker.Result) error {
 func (v *view) summary(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "fenceline run: %s\n%s\n%s\n", strings.ToUpper(verdictMark(v.verdict())), v.headline(), v.oneLine())
+	if loss := v.redisLoss(); loss.Lost {
+		fmt.Fprintf(&b, "%s: %s.\n", RedisLossLabel, loss.Evidence)
+	}
 	for _, c := range v.failing() {
 		fmt.Fprintf(&b, "\n%s %s: %s\n", verdictMark(c.Verdict), c.Name, c.Message)
 		for _, o := range c.Offending {
