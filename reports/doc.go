@@ -62,7 +62,8 @@
 // of its kind. Count with "totals" (or leader_changes, fencing_rejections), not with
 // the length of a list. New in v2: list_limit, totals, omitted, full and each check's
 // offending_omitted; added since: each distribution's n and fewer_than_5, and the
-// redis_lost_acknowledged_writes finding.
+// redis_lost_acknowledged_writes finding, each check's first_violation_at_ns and the
+// run's first_violation.
 // results-full.json.gz, written when a list was cut, is one gzipped JSON document of
 // the same schema with list_limit 0, nothing omitted and no "full".
 //
@@ -89,8 +90,10 @@
 //	    "offending": ["…"],                           // first (and last) offending operations
 //	    "offending_omitted": 0,                       // left out of offending's middle
 //	    "visualization": "linearizability-piece-0.html",  // relative; omitted if none
+//	    "first_violation_at_ns": … | null,            // its earliest violation; null unless invalid
 //	    "stats": {"ops": 812, …}                      // check-specific; omitted if none
 //	  }],
+//	  "first_violation": {"check", "at_ns": … | null, "description"} | null,  // the run's earliest
 //	  "failover": [{                                  // per fault kind, sorted by kind
 //	    "fault": "kill", "injected": 4, "windows": 3,
 //	    "to_new_token": {"count": 3, "n": 3,          // n: the samples the percentiles rest on

@@ -225,9 +225,23 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 		t.Fatalf("results.json: verdict %s with %d checks; the checker: %s with %d", r.Verdict, len(r.Checks), res.Verdict, len(res.Checks))
 	}
 	for i, c := range r.Checks {
-		if c.Name != res.Checks[i].Name || c.Verdict != res.Checks[i].Verdict {
-			t.Errorf("check %d: %s %s, the checker's %s %s", i, c.Name, c.Verdict, res.Checks[i].Name, res.Checks[i].Verdict)
+		cr := res.Checks[i]
+		if c.Name != cr.Name || c.Verdict != cr.Verdict {
+			t.Errorf("check %d: %s %s, the checker's %s %s", i, c.Name, c.Verdict, cr.Name, cr.Verdict)
 		}
+		// The checker dates every violation; results.json carries the date.
+		switch {
+		case cr.Verdict == checker.Invalid && cr.FirstViolation == 0:
+			t.Errorf("%s: invalid, and the checker gives no first violation", cr.Name)
+		case cr.Verdict == checker.Invalid && (c.FirstViolationAtNS == nil || int64(*c.FirstViolationAtNS) != cr.FirstViolation-run.Info.Start):
+			t.Errorf("%s: first_violation_at_ns %v, the checker's %d", c.Name, c.FirstViolationAtNS, cr.FirstViolation-run.Info.Start)
+		case cr.Verdict != checker.Invalid && c.FirstViolationAtNS != nil:
+			t.Errorf("%s: %s with a first violation at %v", c.Name, c.Verdict, *c.FirstViolationAtNS)
+		}
+	}
+	if fv, ok := res.FirstViolation(); ok != (r.FirstViolation != nil) ||
+		ok && (r.FirstViolation.Check != fv.Check || r.FirstViolation.AtNS == nil || int64(*r.FirstViolation.AtNS) != fv.Time-run.Info.Start) {
+		t.Errorf("first_violation %+v, the checker's %+v (%v)", r.FirstViolation, fv, ok)
 	}
 
 	// Lost and duplicated events count from the start cursor; exactly-once valid

@@ -68,6 +68,8 @@ type Results struct {
 	RedisLostCommits            int        `json:"redis_lost_acknowledged_commits,omitempty"`
 	Run                         RunSummary `json:"run"`
 	Checks                      []Check    `json:"checks"`
+	// FirstViolation is the earliest violation of the run; null when no check is invalid.
+	FirstViolation *FirstViolation `json:"first_violation"`
 	// Failover summarizes the failover windows per fault kind, sorted by kind.
 	Failover []Failover `json:"failover"`
 	Windows  []Window   `json:"windows"`
@@ -160,8 +162,22 @@ type Check struct {
 	OffendingOmitted int      `json:"offending_omitted"`
 	// Visualization is the porcupine visualization of the failing piece, relative to
 	// the run directory; "" if none.
-	Visualization string           `json:"visualization,omitempty"`
-	Stats         map[string]int64 `json:"stats,omitempty"`
+	Visualization string `json:"visualization,omitempty"`
+	// FirstViolationAtNS is when the check's earliest violation happened (the
+	// checker's CheckResult.FirstViolation: its first offending operation's completion,
+	// or when it became visible); null when the check is not invalid, or its result
+	// was stored without the time.
+	FirstViolationAtNS *time.Duration   `json:"first_violation_at_ns"`
+	Stats              map[string]int64 `json:"stats,omitempty"`
+}
+
+// FirstViolation is the run's earliest violation over its invalid checks
+// (checker.Result.FirstViolation).
+type FirstViolation struct {
+	Check string `json:"check"`
+	// AtNS is null when the check's result holds no time.
+	AtNS        *time.Duration `json:"at_ns"`
+	Description string         `json:"description"`
 }
 
 // Failover is the failover statistics of one fault kind.
@@ -520,8 +536,18 @@ func (v *view) results(n int) *Results {
 		off, omitted := headTail(c.Offending, n)
 		r.Totals.Offending += len(c.Offending)
 		r.Omitted.Offending += omitted
-		r.Checks = append(r.Checks, Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
-			Offending: nonNil(off), OffendingOmitted: omitted, Visualization: c.Visualization, Stats: c.Stats})
+		ck := Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
+			Offending: nonNil(off), OffendingOmitted: omitted, Visualization: c.Visualization, Stats: c.Stats}
+		if c.Verdict == checker.Invalid && c.FirstViolation != 0 {
+			ck.FirstViolationAtNS = ptr(v.rel(c.FirstViolation))
+		}
+		r.Checks = append(r.Checks, ck)
+	}
+	if fv, ok := v.res.FirstViolation(); ok {
+		r.FirstViolation = &FirstViolation{Check: fv.Check, Description: fv.Description}
+		if fv.Time != 0 {
+			r.FirstViolation.AtNS = ptr(v.rel(fv.Time))
+		}
 	}
 	for _, f := range v.res.Failover {
 		r.Failover = append(r.Failover, Failover{Fault: f.Fault, Injected: f.Injected, Windows: f.Windows,
