@@ -120,7 +120,7 @@
 //	  "ops": {"total", "loads", "commits", "acquires", "renews", "releases", "step_downs",
 //	          "faults", "ok", "fail", "unknown", "unknown_commits", "resolved_by_audit"},
 //	  "store": {"cursor", "max_token", "token_counter", "sink_events", "audit_entries",
-//	            "sink_lost", "sink_duplicated"} | null,   // events start_cursor+1..cursor missing from the sink; repeats
+//	            "sink_lost", "sink_duplicated"} | null,   // events start_cursor+1..cursor missing from the sink; repeats of them
 //	  "files": ["faults.jsonl", "history/n1.jsonl", …, "results.json"],   // relative, sorted
 //	  "check_duration_ns": …,
 //	  "list_limit": 50,                               // N; 0 in results-full.json.gz

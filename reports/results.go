@@ -307,7 +307,8 @@ type StoreSummary struct {
 	AuditEntries int   `json:"audit_entries"`
 	// SinkLost counts the events Run.StartCursor+1..Cursor missing from the sink (the
 	// events the run had to apply; none below its start) and SinkDuplicated the sink
-	// entries that repeat an earlier one: the exactly-once check's findings as totals
+	// entries among those events that repeat an earlier one (an event applied three
+	// times is two repeats): the exactly-once check's findings as totals
 	// (a soak sums them over its runs). Counted in 64 bits, never clamped where int has
 	// 64 bits.
 	SinkLost       int `json:"sink_lost"`
@@ -604,9 +605,11 @@ func (v *view) results(n int) *Results {
 }
 
 // sinkCounts counts the events start+1..cursor missing from sink and the entries of
-// sink that repeat an earlier one, as the exactly-once check judges a run that began at
-// cursor start (history.RunInfo.StartCursor): events at or below start were never the
-// run's to apply. Counts are int64: a boundary start puts the cursor near 2^53, and a
+// sink among those events that repeat an earlier one, as the exactly-once check judges
+// a run that began at cursor start (history.RunInfo.StartCursor): events at or below
+// start were never the run's to apply, and those beyond the cursor the check counts
+// apart. An event applied three times counts two repeats (the check counts it once,
+// as one event duplicated). Counts are int64: a boundary start puts the cursor near 2^53, and a
 // cursor far beyond a short sink loses that many events. Its memory is bounded by the
 // sink, not by the cursor: a sink in increasing order (what a correct run leaves) is
 // counted in one pass, any other from a sorted copy.
@@ -618,13 +621,14 @@ func sinkCounts(sink []int64, start, cursor int64) (lost, dup int64) {
 	}
 	in := uint64(0)
 	for i, id := range sorted {
+		if id <= start || id > cursor {
+			continue // not the run's to apply: the check finds it beyond the cursor
+		}
 		if i > 0 && id == sorted[i-1] {
 			dup++
 			continue
 		}
-		if id > start && id <= cursor {
-			in++
-		}
+		in++
 	}
 	if cursor > start {
 		// cursor-start can exceed MaxInt64 only for a negative start, which no run has.

@@ -37,6 +37,9 @@ func TestSinkCounts(t *testing.T) {
 		{"duplicated", []int64{1, 2, 2, 3, 1}, 0, 3, 0, 2},
 		{"both", []int64{2, 2, 5}, 0, 5, 3, 1},
 		{"beyond the cursor", []int64{1, 2, 9}, 0, 2, 0, 0},
+		{"repeated beyond the cursor", []int64{1, 2, 9, 9}, 0, 2, 0, 0},
+		{"repeated at the start", []int64{9, 9, 10, 11}, 9, 11, 0, 0},
+		{"applied three times", []int64{1, 2, 2, 2, 3}, 0, 3, 0, 2},
 		// A cursor far beyond a short sink loses that many events: never clamped.
 		{"huge cursor", []int64{1}, 0, 1 << 40, 1<<40 - 1, 0},
 		// The run began at a start cursor: only events after it are the run's.
