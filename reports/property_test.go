@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -403,9 +402,34 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	if s.Errors < unknown {
 		t.Errorf("junit.xml: %d errors for %d undecided checks", s.Errors, unknown)
 	}
-	path := filepath.Join(t.TempDir(), JUnitFile)
-	if err := os.WriteFile(path, ju.Bytes(), 0o644); err != nil {
+	// The files Write puts in the run directory: the same, and the HTML page with the
+	// way back and the Redis-loss badge exactly where the verdict and finding call for
+	// them, and every marked percentile with its n.
+	if err := Write(run, res); err != nil {
 		t.Fatal(err)
 	}
-	validateJUnit(t, path)
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{ResultsFile, rj.Bytes()}, {MarkdownFile, md.Bytes()}, {JUnitFile, ju.Bytes()}} {
+		if !bytes.Equal(readFile(t, filepath.Join(run.Dir, f.name)), f.b) {
+			t.Errorf("%s written by Write differs from its renderer's", f.name)
+		}
+	}
+	validateJUnit(t, filepath.Join(run.Dir, JUnitFile))
+	page := string(readFile(t, filepath.Join(run.Dir, HTMLFile)))
+	failed := r.Verdict != checker.Valid
+	replay := "fenceline-chaos chaos --replay " + shellQuote(run.Dir)
+	if strings.Contains(page, `id="way-back"`) != failed || strings.Contains(md.String(), replay) != failed {
+		t.Errorf("a %s run: the way back in index.html %v, in report.md %v", r.Verdict,
+			strings.Contains(page, `id="way-back"`), strings.Contains(md.String(), replay))
+	}
+	if strings.Contains(page, `id="redis-loss"`) != r.RedisLostAcknowledgedWrites {
+		t.Errorf("index.html's Redis-loss badge: %v, results.json %v", !r.RedisLostAcknowledgedWrites, r.RedisLostAcknowledgedWrites)
+	}
+	for _, f := range r.Failover {
+		if d := f.ToNewToken; d.FewSamples && !strings.Contains(page, ">"+htmlEscape(pctCell(d.P99, 0.99, d.N))+"<") {
+			t.Errorf("index.html lacks %s's p99 with its n", f.Fault)
+		}
+	}
 }
