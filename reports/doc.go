@@ -13,7 +13,10 @@
 //     leader changes, fencing rejections, the fault schedule, the largest leadership
 //     overlaps and the operation counts. Tables are rendered by tablewriter. A long
 //     table shows its first and last rows with a "… N more" row between them, and
-//     each failing check at most its first and last 10 offending operations.
+//     each failing check at most its first and last 10 offending operations. A run
+//     that did not pass ends with the way back: the commands `fenceline-chaos chaos
+//     --replay DIR` and `fenceline-chaos shrink DIR`, DIR the run's directory as the
+//     renderer was given it (index.html ends with them too).
 //   - index.html: one self-contained page (inline CSS, script and SVG; it fetches
 //     nothing) with the same content and a timeline: a lane per node showing when it
 //     followed, led (labelled with its token), was down, paused, cut off, slowed or had
@@ -21,7 +24,10 @@
 //     rate of accepted commits. A row with more than 400 boxes draws those that start
 //     within the same 1/400 of the width as one (its tooltip counts them), so the page
 //     stays about a megabyte however long the run.
-//   - junit.xml: one testsuite with one testcase per check. An invalid check is a
+//   - junit.xml: one testsuite with one testcase per check, named "<check> (seed N)"
+//     in the class fenceline.<target>.<topology>.<store>; the suite's time is the
+//     run's length, and its properties carry the failover p50, p99 and n of each fault
+//     kind and whether Redis lost acknowledged writes. An invalid check is a
 //     <failure>; an unknown one is an <error> (not <skipped>, which CI systems show as
 //     harmless): a check that could not decide is never a pass. A run with no check, or
 //     an interrupted one, gets an extra "run" testcase with an <error>. The file follows
@@ -55,13 +61,19 @@
 // v2 differs from v1 in one way that breaks readers: a list is no longer every item
 // of its kind. Count with "totals" (or leader_changes, fencing_rejections), not with
 // the length of a list. New in v2: list_limit, totals, omitted, full and each check's
-// offending_omitted. results-full.json.gz, written when a list was cut, is one gzipped
-// JSON document of the same schema with list_limit 0, nothing omitted and no "full".
+// offending_omitted; added since: each distribution's n and fewer_than_5, and the
+// redis_lost_acknowledged_writes finding, each check's first_violation_at_ns and the
+// run's first_violation.
+// results-full.json.gz, written when a list was cut, is one gzipped JSON document of
+// the same schema with list_limit 0, nothing omitted and no "full".
 //
 //	{
 //	  "schema": "fenceline/results/v2",
 //	  "verdict": "valid" | "invalid" | "unknown",   // the run's verdict; a CI gate reads this
 //	  "summary": "2 of 8 checks failed: no-stale-write, linearizability.",
+//	  "redis_lost_acknowledged_writes": false,     // true: an invalid run whose violations Redis caused
+//	  "redis_lost_acknowledged_writes_evidence": "…",  // the proof; only when true
+//	  "redis_lost_acknowledged_commits": 3,        // acknowledged commits missing from the store; when known
 //	  "run": {
 //	    "seed": 42, "nodes": ["n1","n2","n3"], "workload": "listener",
 //	    "variant": "reference", "backend": "local", "nemeses": ["kill","pause"],
@@ -78,11 +90,15 @@
 //	    "offending": ["…"],                           // first (and last) offending operations
 //	    "offending_omitted": 0,                       // left out of offending's middle
 //	    "visualization": "linearizability-piece-0.html",  // relative; omitted if none
+//	    "first_violation_at_ns": … | null,            // its earliest violation; null unless invalid
 //	    "stats": {"ops": 812, …}                      // check-specific; omitted if none
 //	  }],
+//	  "first_violation": {"check", "at_ns": … | null, "description"} | null,  // the run's earliest
 //	  "failover": [{                                  // per fault kind, sorted by kind
 //	    "fault": "kill", "injected": 4, "windows": 3,
-//	    "to_new_token": {"count": 3, "min_ns": …, "p50_ns": …, "p90_ns": …, "p99_ns": …, "max_ns": …},
+//	    "to_new_token": {"count": 3, "n": 3,          // n: the samples the percentiles rest on
+//	                     "fewer_than_5": true,        // only when 0 < n < 5: p90, p99 are the maximum
+//	                     "min_ns": …, "p50_ns": …, "p90_ns": …, "p99_ns": …, "max_ns": …},
 //	    "gap": {…same…}                               // last old-term to first new-term commit
 //	  }],
 //	  "windows": [{"fault", "fault_node", "injected_at_ns", "old_node", "old_token",
@@ -104,7 +120,7 @@
 //	  "ops": {"total", "loads", "commits", "acquires", "renews", "releases", "step_downs",
 //	          "faults", "ok", "fail", "unknown", "unknown_commits", "resolved_by_audit"},
 //	  "store": {"cursor", "max_token", "token_counter", "sink_events", "audit_entries",
-//	            "sink_lost", "sink_duplicated"} | null,   // events 1..cursor missing from the sink; repeats
+//	            "sink_lost", "sink_duplicated"} | null,   // events start_cursor+1..cursor missing from the sink; repeats of them
 //	  "files": ["faults.jsonl", "history/n1.jsonl", …, "results.json"],   // relative, sorted
 //	  "check_duration_ns": …,
 //	  "list_limit": 50,                               // N; 0 in results-full.json.gz

@@ -143,7 +143,12 @@ type reply struct {
 }
 
 type sim struct {
-	rng    *rand.Rand
+	rng  *rand.Rand
+	seed int64
+	// startToken and startCursor are the store's state before the run (run.json).
+	startToken, startCursor int64
+	// plan replaces play's faults when set.
+	plan   []simFault
 	now    int64
 	q      taskQueue
 	seq    int
@@ -168,8 +173,15 @@ type sim struct {
 	end       int64
 }
 
-func newSim(fenced bool) *sim {
-	s := &sim{rng: rand.New(rand.NewPCG(20260105, 7)), fenced: fenced, events: map[string][]history.Event{}}
+// newSim is the simulation of the stored runs: seed 20260105, a fresh store.
+func newSim(fenced bool) *sim { return newSimFrom(20260105, fenced, 0, 0) }
+
+// newSimFrom simulates a run with another seed, whose store begins with the token
+// counter at startToken and the cursor at startCursor (a boundary start). Its faults
+// are play's plan unless plan is set.
+func newSimFrom(seed uint64, fenced bool, startToken, startCursor int64) *sim {
+	s := &sim{rng: rand.New(rand.NewPCG(seed, 7)), seed: int64(seed), fenced: fenced, events: map[string][]history.Event{},
+		counter: startToken, cursor: startCursor, startToken: startToken, startCursor: startCursor}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		s.nodes = append(s.nodes, &simNode{id: id, up: true})
 	}
@@ -552,12 +564,7 @@ func (s *sim) play() {
 		s.logf(n, "INFO", "started")
 		s.follow(n, int64(120+35*i)*ms)
 	}
-	plan := []struct {
-		at     int64
-		kind   string
-		target string
-		hold   int64
-	}{
+	plan := []simFault{
 		{5000, "pause", "leader", 4000},
 		{12500, "kill", "leader", 1500},
 		{17500, "partition-reset", "n1", 4000},
@@ -566,6 +573,9 @@ func (s *sim) play() {
 		{32500, "stop", "leader", 1000},
 		{35000, "clock", "n2", 2500},
 		{38000, "partition-blackhole", "leader", 3000},
+	}
+	if s.plan != nil {
+		plan = s.plan
 	}
 	for _, p := range plan {
 		target := map[string]any{"leader": true}
@@ -618,6 +628,15 @@ func (s *sim) play() {
 	}
 }
 
+// simFault is one fault of a simulated run: its kind, its target ("leader", "redis" or
+// a node), when it is injected and how long it holds (milliseconds from the start).
+type simFault struct {
+	at     int64
+	kind   string
+	target string
+	hold   int64
+}
+
 func (s *sim) write(dir, variant string) error {
 	for _, d := range []string{dir, filepath.Join(dir, history.HistoryDir), filepath.Join(dir, history.LogsDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -625,11 +644,12 @@ func (s *sim) write(dir, variant string) error {
 		}
 	}
 	info := history.RunInfo{
-		Seed: 20260105, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Variant: variant, Backend: "local",
+		Seed: s.seed, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Variant: variant, Backend: "local",
 		Nemeses:  []string{"clock", "delay", "kill", "partition-blackhole", "partition-reset", "pause", "redis-restart", "stop"},
 		LeaseTTL: time.Duration(simTTL), Duration: 40 * time.Second,
 		Start: simBase, HealTime: simBase + s.healTime, End: simBase + s.end, Persistence: true, Election: "fenceline",
-		Versions: map[string]string{"fenceline": "v0.1.0-dev", "go": "go1.26.0", "redis": "7.0.15"},
+		Versions:   map[string]string{"fenceline": "v0.1.0-dev", "go": "go1.26.0", "redis": "7.0.15"},
+		StartToken: s.startToken, StartCursor: s.startCursor,
 	}
 	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
 		return err

@@ -43,6 +43,12 @@ type page struct {
 	Run      table
 	Tables   []table
 	Links    []link
+	// RedisLoss is the finding that Redis lost acknowledged writes, shown as a badge.
+	RedisLoss      redisLoss
+	RedisLossLabel string
+	// WayBack holds the commands that replay and shrink a run that did not pass.
+	WayBack      []string
+	WayBackIntro string
 }
 
 // HTML writes index.html of a run to w: one self-contained page (inline CSS, script and
@@ -65,6 +71,7 @@ func HTML(w io.Writer, run *history.Run, res *checker.Result) error {
 func (v *view) html(w io.Writer) error {
 	ts := v.tables()
 	p := page{Verdict: v.verdict(), Headline: v.headline(), OneLine: v.oneLine(), Failing: v.failing(),
-		Timeline: v.timeline(), Run: ts[0], Tables: ts[1:], Links: v.links()}
+		Timeline: v.timeline(), Run: ts[0], Tables: ts[1:], Links: v.links(), WayBack: v.wayBack(), WayBackIntro: wayBackIntro,
+		RedisLoss: v.redisLoss(), RedisLossLabel: RedisLossLabel}
 	return pageTemplate.Execute(w, p)
 }

@@ -74,6 +74,9 @@ func (v *view) markdown(b *bytes.Buffer) {
 	for _, f := range v.links() {
 		fmt.Fprintf(b, "- [%s](%s) — %s\n", mdText(f.Name), mdLink(f.Href), mdText(f.What))
 	}
+	if cmds := v.wayBack(); cmds != nil {
+		fmt.Fprintf(b, "\n## The way back\n\n%s\n\n```sh\n%s\n```\n", mdText(wayBackIntro), strings.Join(cmds, "\n"))
+	}
 }
 
 // oneLine sums the run up in a sentence: what ran, with what.

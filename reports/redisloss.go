@@ -103,3 +103,44 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 	}
 	return "", false
 }
+
+// redisLoss is the finding RedisLostWrites makes, as the reports carry it.
+type redisLoss struct {
+	Lost bool
+	// Evidence is RedisLostWrites's proof; "" when Lost is false.
+	Evidence string
+	// Commits counts the acknowledged commits whose audit entry (written by the same
+	// script) is missing from the final store: writes Redis certainly lost. 0 when
+	// the proof is of another kind (a token issued twice, a counter gone back).
+	Commits int
+}
+
+// redisLoss derives the finding once per view.
+func (v *view) redisLoss() redisLoss {
+	why, ok := RedisLostWrites(v.run, v.res)
+	if !ok {
+		return redisLoss{}
+	}
+	return redisLoss{Lost: true, Evidence: why, Commits: lostCommits(v.run)}
+}
+
+// lostCommits counts the commits acknowledged to a node whose audit entry is not in
+// the final store.
+func lostCommits(run *history.Run) int {
+	st := run.Store
+	if st == nil {
+		return 0
+	}
+	audited := make(map[string]bool, st.AuditLen())
+	for ai := range st.AuditLen() {
+		audited[st.AuditAt(ai).Op] = true
+	}
+	n := 0
+	for i := range run.Events.Len() {
+		e := run.Events.At(i)
+		if e.Kind == history.KindCommit && e.Type == history.OK && !audited[e.ID] {
+			n++
+		}
+	}
+	return n
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -29,11 +30,17 @@ func loadStored(t testing.TB, name string) (*history.Run, *checker.Result) {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatalf("copy %s: %v", src, err)
 	}
-	run, err := history.LoadRun(dst)
+	return loadRunAt(t, dst)
+}
+
+// loadRunAt loads the run directory dir with the checker's result stored in it.
+func loadRunAt(t testing.TB, dir string) (*history.Run, *checker.Result) {
+	t.Helper()
+	run, err := history.LoadRun(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dst, "checker.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "checker.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +70,21 @@ func readFile(t testing.TB, path string) []byte {
 	return b
 }
 
+// TestGolden renders the stored runs in place, from their relative directories
+// (testdata/runs/<name>), as Write renders them: the goldens name no path of the
+// machine that made them. TestDeterministic holds Markdown and Write to one output.
 func TestGolden(t *testing.T) {
 	for _, c := range storedRuns {
 		t.Run(c.name, func(t *testing.T) {
-			run, _ := writeStored(t, c.name)
-			for _, f := range []string{MarkdownFile, ResultsFile} {
-				got := readFile(t, filepath.Join(run.Dir, f))
+			run, res := loadRunAt(t, filepath.Join("testdata", "runs", c.name))
+			var md, rj bytes.Buffer
+			if err := Markdown(&md, run, res); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteResults(&rj, run, res); err != nil {
+				t.Fatal(err)
+			}
+			for f, got := range map[string][]byte{MarkdownFile: md.Bytes(), ResultsFile: rj.Bytes()} {
 				golden := filepath.Join("testdata", "golden", c.name, f)
 				if *update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
@@ -302,7 +318,7 @@ func TestUnknownIsNotAPass(t *testing.T) {
 	if err := JUnit(&ju, run, res); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ju.String(), `<testcase name="run"`) || !strings.Contains(ju.String(), "<error") {
+	if !strings.Contains(ju.String(), `<testcase name="run (seed `) || !strings.Contains(ju.String(), "<error") {
 		t.Errorf("interrupted run: junit has no error:\n%s", ju.String())
 	}
 }
@@ -383,8 +399,8 @@ func TestJUnit(t *testing.T) {
 			failures := 0
 			for i, tc := range s.Cases {
 				cr := res.Checks[i]
-				if tc.Name != cr.Name {
-					t.Errorf("case %d is %q, want %q", i, tc.Name, cr.Name)
+				if want := fmt.Sprintf("%s (seed %d)", cr.Name, run.Info.Seed); tc.Name != want {
+					t.Errorf("case %d is %q, want %q", i, tc.Name, want)
 				}
 				switch cr.Verdict {
 				case checker.Valid:

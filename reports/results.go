@@ -57,9 +57,19 @@ type Results struct {
 	Schema  string          `json:"schema"`
 	Verdict checker.Verdict `json:"verdict"`
 	// Summary is the verdict in one sentence.
-	Summary string     `json:"summary"`
-	Run     RunSummary `json:"run"`
-	Checks  []Check    `json:"checks"`
+	Summary string `json:"summary"`
+	// RedisLostAcknowledgedWrites is set when the run is invalid with proof that Redis
+	// lost writes it had acknowledged in a failover (RedisLostWrites): its violations
+	// are a finding about Redis's replication, not the election. RedisLossEvidence
+	// is the proof and RedisLostCommits counts the acknowledged commits missing from
+	// the final store (omitted when the proof is of another kind).
+	RedisLostAcknowledgedWrites bool       `json:"redis_lost_acknowledged_writes"`
+	RedisLossEvidence           string     `json:"redis_lost_acknowledged_writes_evidence,omitempty"`
+	RedisLostCommits            int        `json:"redis_lost_acknowledged_commits,omitempty"`
+	Run                         RunSummary `json:"run"`
+	Checks                      []Check    `json:"checks"`
+	// FirstViolation is the earliest violation of the run; null when no check is invalid.
+	FirstViolation *FirstViolation `json:"first_violation"`
 	// Failover summarizes the failover windows per fault kind, sorted by kind.
 	Failover []Failover `json:"failover"`
 	Windows  []Window   `json:"windows"`
@@ -152,8 +162,22 @@ type Check struct {
 	OffendingOmitted int      `json:"offending_omitted"`
 	// Visualization is the porcupine visualization of the failing piece, relative to
 	// the run directory; "" if none.
-	Visualization string           `json:"visualization,omitempty"`
-	Stats         map[string]int64 `json:"stats,omitempty"`
+	Visualization string `json:"visualization,omitempty"`
+	// FirstViolationAtNS is when the check's earliest violation happened (the
+	// checker's CheckResult.FirstViolation: its first offending operation's completion,
+	// or when it became visible); null when the check is not invalid, or its result
+	// was stored without the time.
+	FirstViolationAtNS *time.Duration   `json:"first_violation_at_ns"`
+	Stats              map[string]int64 `json:"stats,omitempty"`
+}
+
+// FirstViolation is the run's earliest violation over its invalid checks
+// (checker.Result.FirstViolation).
+type FirstViolation struct {
+	Check string `json:"check"`
+	// AtNS is null when the check's result holds no time.
+	AtNS        *time.Duration `json:"at_ns"`
+	Description string         `json:"description"`
 }
 
 // Failover is the failover statistics of one fault kind.
@@ -169,12 +193,23 @@ type Failover struct {
 // Distribution summarizes durations with nearest-rank percentiles; all zero when
 // Count is 0.
 type Distribution struct {
-	Count int           `json:"count"`
-	Min   time.Duration `json:"min_ns"`
-	P50   time.Duration `json:"p50_ns"`
-	P90   time.Duration `json:"p90_ns"`
-	P99   time.Duration `json:"p99_ns"`
-	Max   time.Duration `json:"max_ns"`
+	Count int `json:"count"`
+	// N is the number of samples the percentiles rest on (Count, named as every
+	// percentile's sample count is). FewSamples is set when 0 < N < 5: each percentile
+	// is then one of the N samples (p90 and p99 the maximum).
+	N          int           `json:"n"`
+	FewSamples bool          `json:"fewer_than_5,omitempty"`
+	Min        time.Duration `json:"min_ns"`
+	P50        time.Duration `json:"p50_ns"`
+	P90        time.Duration `json:"p90_ns"`
+	P99        time.Duration `json:"p99_ns"`
+	Max        time.Duration `json:"max_ns"`
+}
+
+// distribution is d as results.json gives it, with its sample count.
+func distribution(d checker.Distribution) Distribution {
+	return Distribution{Count: d.Count, N: d.Count, FewSamples: d.Count > 0 && d.Count < minSamples,
+		Min: d.Min, P50: d.P50, P90: d.P90, P99: d.P99, Max: d.Max}
 }
 
 // Window is one failover caused by a fault (see checker.Window).
@@ -270,9 +305,12 @@ type StoreSummary struct {
 	TokenCounter int64 `json:"token_counter"`
 	SinkEvents   int   `json:"sink_events"`
 	AuditEntries int   `json:"audit_entries"`
-	// SinkLost counts the events 1..Cursor missing from the sink and SinkDuplicated
-	// the sink entries that repeat an earlier one: the exactly-once check's findings
-	// as totals (a soak sums them over its runs).
+	// SinkLost counts the events Run.StartCursor+1..Cursor missing from the sink (the
+	// events the run had to apply; none below its start) and SinkDuplicated the sink
+	// entries among those events that repeat an earlier one (an event applied three
+	// times is two repeats): the exactly-once check's findings as totals
+	// (a soak sums them over its runs). Counted in 64 bits, never clamped where int has
+	// 64 bits.
 	SinkLost       int `json:"sink_lost"`
 	SinkDuplicated int `json:"sink_duplicated"`
 }
@@ -470,6 +508,8 @@ func (v *view) results(n int) *Results {
 		Checks: []Check{}, Failover: []Failover{}, Windows: []Window{}, Changes: []LeaderChange{},
 		Rejections: []Rejection{}, Terms: []Term{}, Overlaps: []Overlap{}, Faults: []Fault{},
 	}
+	loss := v.redisLoss()
+	r.RedisLostAcknowledgedWrites, r.RedisLossEvidence, r.RedisLostCommits = loss.Lost, loss.Evidence, loss.Commits
 	if r.Run.Versions == nil {
 		r.Run.Versions = map[string]string{}
 	}
@@ -497,12 +537,22 @@ func (v *view) results(n int) *Results {
 		off, omitted := headTail(c.Offending, n)
 		r.Totals.Offending += len(c.Offending)
 		r.Omitted.Offending += omitted
-		r.Checks = append(r.Checks, Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
-			Offending: nonNil(off), OffendingOmitted: omitted, Visualization: c.Visualization, Stats: c.Stats})
+		ck := Check{Name: c.Name, Verdict: c.Verdict, Message: c.Message,
+			Offending: nonNil(off), OffendingOmitted: omitted, Visualization: c.Visualization, Stats: c.Stats}
+		if c.Verdict == checker.Invalid && c.FirstViolation != 0 {
+			ck.FirstViolationAtNS = ptr(v.rel(c.FirstViolation))
+		}
+		r.Checks = append(r.Checks, ck)
+	}
+	if fv, ok := v.res.FirstViolation(); ok {
+		r.FirstViolation = &FirstViolation{Check: fv.Check, Description: fv.Description}
+		if fv.Time != 0 {
+			r.FirstViolation.AtNS = ptr(v.rel(fv.Time))
+		}
 	}
 	for _, f := range v.res.Failover {
 		r.Failover = append(r.Failover, Failover{Fault: f.Fault, Injected: f.Injected, Windows: f.Windows,
-			ToNewToken: Distribution(f.ToNewToken), Gap: Distribution(f.Gap)})
+			ToNewToken: distribution(f.ToNewToken), Gap: distribution(f.Gap)})
 	}
 	for _, w := range windows {
 		r.Windows = append(r.Windows, Window{Fault: w.Fault, FaultNode: w.FaultNode, InjectedAtNS: v.rel(w.Injected),
@@ -545,7 +595,7 @@ func (v *view) results(n int) *Results {
 	if st := v.run.Store; st != nil {
 		r.Store = &StoreSummary{Cursor: st.Cursor, MaxToken: st.MaxToken, TokenCounter: st.TokenCounter,
 			SinkEvents: len(st.Sink), AuditEntries: st.AuditLen()}
-		r.Store.SinkLost, r.Store.SinkDuplicated = v.sinkLost, v.sinkDup
+		r.Store.SinkLost, r.Store.SinkDuplicated = clampInt(v.sinkLost), clampInt(v.sinkDup)
 	}
 	r.Files = v.allFiles()
 	if r.Omitted != (ListCounts{}) {
@@ -554,31 +604,43 @@ func (v *view) results(n int) *Results {
 	return r
 }
 
-// sinkCounts counts the events 1..cursor missing from sink and the entries of sink
-// that repeat an earlier one. Its memory is bounded by the sink, not by the cursor: a
-// sink in increasing order (what a correct run leaves) is counted in one pass, any
-// other from a sorted copy.
-func sinkCounts(sink []int64, cursor int64) (lost, dup int) {
+// sinkCounts counts the events start+1..cursor missing from sink and the entries of
+// sink among those events that repeat an earlier one, as the exactly-once check judges
+// a run that began at cursor start (history.RunInfo.StartCursor): events at or below
+// start were never the run's to apply, and those beyond the cursor the check counts
+// apart. An event applied three times counts two repeats (the check counts it once,
+// as one event duplicated). Counts are int64: a boundary start puts the cursor near 2^53, and a
+// cursor far beyond a short sink loses that many events. Its memory is bounded by the
+// sink, not by the cursor: a sink in increasing order (what a correct run leaves) is
+// counted in one pass, any other from a sorted copy.
+func sinkCounts(sink []int64, start, cursor int64) (lost, dup int64) {
 	sorted := sink
 	if !slices.IsSorted(sink) {
 		sorted = slices.Clone(sink)
 		slices.Sort(sorted)
 	}
-	in := int64(0)
+	in := uint64(0)
 	for i, id := range sorted {
+		if id <= start || id > cursor {
+			continue // not the run's to apply: the check finds it beyond the cursor
+		}
 		if i > 0 && id == sorted[i-1] {
 			dup++
 			continue
 		}
-		if id >= 1 && id <= cursor {
-			in++
-		}
+		in++
 	}
-	if cursor > in {
-		lost = int(min(cursor-in, math.MaxInt32))
+	if cursor > start {
+		// cursor-start can exceed MaxInt64 only for a negative start, which no run has.
+		if want := uint64(cursor) - uint64(start); want > in {
+			lost = int64(min(want-in, math.MaxInt64))
+		}
 	}
 	return lost, dup
 }
+
+// clampInt is n as an int: n itself wherever int has 64 bits.
+func clampInt(n int64) int { return int(min(n, int64(math.MaxInt))) }
 
 func ptr[T any](x T) *T { return &x }
 

@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,16 +152,51 @@ func (v *view) checksTable() table {
 	return t
 }
 
+// minSamples is the fewest samples a percentile is shown without a mark: over fewer,
+// a nearest-rank percentile is one of a handful of samples (p99 of 2 is the maximum).
+const minSamples = 5
+
+// distCells renders a distribution's min, p50, p90, p99 and max. Each percentile over
+// fewer than minSamples samples says so, with its n and which sample it is: "1.2s (n=2,
+// fewer than 5: the maximum)". The row's windows column is n for the others.
 func distCells(d checker.Distribution) []string {
 	if d.Count == 0 {
 		return []string{"—", "—", "—", "—", "—"}
 	}
-	return []string{dur(d.Min), dur(d.P50), dur(d.P90), dur(d.P99), dur(d.Max)}
+	return []string{dur(d.Min), pctCell(d.P50, 0.50, d.Count), pctCell(d.P90, 0.90, d.Count), pctCell(d.P99, 0.99, d.Count), dur(d.Max)}
+}
+
+// pctCell renders the percentile q of n samples, marked when n < minSamples.
+func pctCell(p time.Duration, q float64, n int) string {
+	if n >= minSamples {
+		return dur(p)
+	}
+	return fmt.Sprintf("%s (n=%d, fewer than %d: %s)", dur(p), n, minSamples, rankName(q, n))
+}
+
+// rankName says which of n sorted samples the nearest-rank percentile q is.
+func rankName(q float64, n int) string {
+	k := nearestRank(q, n)
+	switch {
+	case n == 1:
+		return "the only sample"
+	case k == n:
+		return "the maximum"
+	case k == 1:
+		return "the minimum"
+	}
+	return fmt.Sprintf("sample %d of %d", k, n)
+}
+
+// nearestRank is the 1-based rank of the percentile q of n samples, as
+// checker.Summarize takes it: the smallest rank not below q·n.
+func nearestRank(q float64, n int) int {
+	return min(max(int(math.Ceil(q*float64(n))), 1), n)
 }
 
 func (v *view) failoverTable() table {
 	t := table{ID: "failover", Title: "Failover windows per fault kind",
-		Intro:  "From the fault's injection to the first commit the store accepted under a new token. Only faults that displaced the leader open a window.",
+		Intro:  "From the fault's injection to the first commit the store accepted under a new token. Only faults that displaced the leader open a window. Percentiles are nearest-rank over the row's windows (n); over fewer than 5 each says which sample it is.",
 		Header: []string{"fault", "injected", "windows", "min", "p50", "p90", "p99", "max"},
 		Right:  []bool{false, true, true, true, true, true, true, true},
 		Empty:  "No fault was injected."}
@@ -172,7 +208,7 @@ func (v *view) failoverTable() table {
 
 func (v *view) gapTable() table {
 	t := table{ID: "gap", Title: "Commit gap across failovers",
-		Intro:  "From the last commit accepted under the old token to the first accepted under the new one: how long the store accepted nothing.",
+		Intro:  "From the last commit accepted under the old token to the first accepted under the new one: how long the store accepted nothing. Percentiles as above: over the row's windows (n).",
 		Header: []string{"fault", "windows", "min", "p50", "p90", "p99", "max"},
 		Right:  []bool{false, true, true, true, true, true, true},
 		Empty:  "No fault was injected."}

@@ -42,9 +42,9 @@ type view struct {
 	// files are the raw files of the run directory that exist (slash-separated,
 	// relative to the run directory), sorted.
 	files []string
-	// sinkLost and sinkDup count the events of 1..cursor missing from the store's sink
-	// and its repeated entries (see sinkCounts).
-	sinkLost, sinkDup int
+	// sinkLost and sinkDup count the events of StartCursor+1..cursor missing from the
+	// store's sink and its repeated entries (see sinkCounts).
+	sinkLost, sinkDup int64
 	// limit is the list limit of results.json (-1: none); full is FullResultsFile when
 	// it is written, else "" (see setOptions).
 	limit int
@@ -114,7 +114,7 @@ func newView(run *history.Run, res *checker.Result) (*view, error) {
 	}
 	v.storeHistory()
 	if st := run.Store; st != nil {
-		v.sinkLost, v.sinkDup = sinkCounts(st.Sink, st.Cursor)
+		v.sinkLost, v.sinkDup = sinkCounts(st.Sink, run.Info.StartCursor, st.Cursor)
 	}
 	v.files = rawFiles(run.Dir)
 	v.setOptions(Options{})
