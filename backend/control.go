@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -47,9 +46,5 @@ func PostClock(ctx context.Context, control string, offset time.Duration, rate f
 		return fmt.Errorf("cluster: clock: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("cluster: clock: %s: %s", resp.Status, b)
-	}
-	return nil
+	return controlAnswer("clock", resp)
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,9 +73,30 @@ func controlRequest(ctx context.Context, what string, timeout time.Duration, met
 		return fmt.Errorf("cluster: %s: %w", what, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("cluster: %s: %s: %s", what, resp.Status, strings.TrimSpace(string(b)))
+	return controlAnswer(what, resp)
+}
+
+// ErrNoHook is matched (errors.Is) by the error of a fault hook the node does not have:
+// its control endpoint answered 404, 405 or 501 (a node in another language without the
+// optional /fault/clock or /failpoint, a build without failpoints). Nothing was done,
+// so there is nothing to heal either.
+var ErrNoHook = errors.New("the node has no such fault hook")
+
+// controlAnswer is nil for a 200, ErrNoHook (wrapped) for a hook the node lacks, and the
+// node's refusal otherwise, its reason cut to one short line: a node in another language
+// may answer with a whole HTML page.
+func controlAnswer(what string, resp *http.Response) error {
+	if resp.StatusCode == http.StatusOK {
+		return nil
 	}
-	return nil
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch resp.StatusCode {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return fmt.Errorf("cluster: %s: %w (%s %s: %s)", what, ErrNoHook, resp.Request.Method, resp.Request.URL.Path, resp.Status)
+	}
+	reason := strings.Join(strings.Fields(string(b)), " ")
+	if len(reason) > 160 {
+		reason = reason[:160] + "…"
+	}
+	return fmt.Errorf("cluster: %s: %s: %s", what, resp.Status, reason)
 }

@@ -375,7 +375,12 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	r.faults.Record(history.Event{ID: id, Type: history.Invoke, Kind: history.KindFault, Node: target, Fault: s.Kind})
 	what, err := f.Inject(ctx, r.c, target, s.Params)
 	if err != nil {
-		r.faults.Record(history.Event{ID: id, Type: history.Info, Kind: history.KindFault, Node: target, Fault: s.Kind, Error: err.Error()})
+		msg := err.Error()
+		if errors.Is(err, backend.ErrNoHook) {
+			// The node cannot take this fault: it did nothing, and the report says why.
+			msg = "skipped: " + msg
+		}
+		r.faults.Record(history.Event{ID: id, Type: history.Info, Kind: history.KindFault, Node: target, Fault: s.Kind, Error: msg})
 		// It may have half happened (a toxic on one stream): heal it at the usual time.
 	}
 	r.log.Info("fault-injected", slog.String("fault", s.Kind), slog.String("target", target), slog.String("what", what))

@@ -1,0 +1,41 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A hook the node lacks (404, 405, 501) is ErrNoHook; any other refusal is the node's
+// reason, cut to one short line even when the node answers with a whole HTML page.
+func TestControlAnswers(t *testing.T) {
+	page := "<!DOCTYPE HTML>\n<html>\n<body>\n" + strings.Repeat("<p>Error code explanation</p>\n", 40) + "</body></html>"
+	for _, tc := range []struct {
+		code   int
+		noHook bool
+	}{{http.StatusNotFound, true}, {http.StatusMethodNotAllowed, true}, {http.StatusNotImplemented, true}, {http.StatusBadRequest, false}, {http.StatusInternalServerError, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, page, tc.code)
+		}))
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		for name, err := range map[string]error{
+			"failpoints": DeleteFailpoints(context.Background(), addr),
+			"clock":      PostClock(context.Background(), addr, time.Second, 1),
+		} {
+			if err == nil {
+				t.Fatalf("%d %s: no error", tc.code, name)
+			}
+			if errors.Is(err, ErrNoHook) != tc.noHook {
+				t.Errorf("%d %s: %v, ErrNoHook %v", tc.code, name, err, tc.noHook)
+			}
+			if len(err.Error()) > 240 || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%d %s: the error is not one short line: %q", tc.code, name, err)
+			}
+		}
+		srv.Close()
+	}
+}
