@@ -58,6 +58,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 	res.Overlaps = overlaps(res.Terms)
 	changes := leaderChanges(p)
 	res.LeaderChanges = len(changes)
+	res.Changes = explainChanges(p, changes, res.Terms)
 	res.Windows, res.Failover = failovers(p, changes)
 	res.Throughput = throughput(p, res.Terms)
 	res.FencingRejections, res.CursorConflicts = rejections(p)
@@ -83,7 +84,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		case CheckLeaseExclusion:
 			cr = leaseExclusion(p, res.Overlaps)
 		case CheckUnexplainedLeaderChange:
-			cr = unexplainedChanges(p, changes, res.Terms)
+			cr = unexplainedChanges(p, res.Changes)
 		}
 		res.Checks[i] = cr
 	}

@@ -246,10 +246,56 @@ func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *life
 	return "", late
 }
 
-// unexplainedChanges judges the leader changes (see CheckUnexplainedLeaderChange). A
-// change counts from the first commit under the new token; those after the final heal
-// (the nodes are stopped one by one at the end) are not judged.
-func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
+// Causes of a leader change (LeaderChange.Cause).
+const (
+	CauseFault     = "fault"      // a fault was open, or healed within two lease TTLs
+	CauseStall     = "stall"      // a stall of the old leader or of Redis that no fault injected (see changeStalled)
+	CauseAfterHeal = "after-heal" // after the final heal: not judged
+)
+
+// explainChanges says what caused each leader change: the one attribution of a change
+// that the unexplained-leader-change check and the reports both read. A change before
+// the final heal is explained by the latest fault injected at or before it that was
+// open, or healed within two lease TTLs, when the new leader's first commit landed;
+// failing that, by a stall the history shows (changeStalled). Nothing explains the
+// others (Cause ""). A change after the final heal (the nodes are stopped one by one at
+// the end) is CauseAfterHeal and not judged. Without a lease TTL or a final heal in run.json nothing is
+// attributed either, and the check says it cannot judge.
+func explainChanges(p *parsed, changes []change, terms []Term) []LeaderChange {
+	out := make([]LeaderChange, len(changes))
+	ttl, heal := p.run.Info.LeaseTTL, p.run.Info.HealTime
+	var life *lifeSigns
+	byToken := map[int64]*Term{}
+	for i := range terms {
+		byToken[terms[i].Token] = &terms[i]
+	}
+	for i, c := range changes {
+		lc := LeaderChange{At: c.firstNew, OldNode: p.nodes[c.oldNode], OldToken: c.oldToken,
+			NewNode: p.nodes[c.newNode], NewToken: c.newToken}
+		switch {
+		case ttl <= 0 || heal == 0:
+		case c.firstNew > heal:
+			lc.Cause = CauseAfterHeal
+		default:
+			if f := p.changeFault(c, ttl); f != nil {
+				lc.Cause, lc.Fault, lc.FaultNode, lc.FaultAt = CauseFault, f.kind, f.node, f.inject
+				break
+			}
+			if life == nil {
+				life = p.lifeSigns()
+			}
+			if t := byToken[c.oldToken]; t != nil && t.Node == p.nodes[c.oldNode] && p.changeStalled(t, ttl, life) {
+				lc.Cause = CauseStall
+			}
+		}
+		out[i] = lc
+	}
+	return out
+}
+
+// unexplainedChanges judges the leader changes (see CheckUnexplainedLeaderChange) from
+// their attributions (explainChanges).
+func unexplainedChanges(p *parsed, changes []LeaderChange) CheckResult {
 	cr := CheckResult{Name: CheckUnexplainedLeaderChange, Verdict: Valid}
 	if p.run.Info.Workload == "register" {
 		// Its clients take tokens outside the election: a new token is no handover.
@@ -257,36 +303,25 @@ func unexplainedChanges(p *parsed, changes []change, terms []Term) CheckResult {
 		return cr
 	}
 	ttl := p.run.Info.LeaseTTL
-	heal := p.run.Info.HealTime
-	if ttl <= 0 || heal == 0 {
+	if ttl <= 0 || p.run.Info.HealTime == 0 {
 		cr.Verdict, cr.Message = Unknown, "run.json records no lease TTL or no final heal: the chaos phase cannot be told apart"
 		return cr
 	}
 	var bad []finding
 	judged, stalled := 0, 0
-	var life *lifeSigns
-	byToken := map[int64]*Term{}
-	for i := range terms {
-		byToken[terms[i].Token] = &terms[i]
-	}
 	for _, c := range changes {
-		if c.firstNew > heal {
+		switch c.Cause {
+		case CauseAfterHeal:
 			continue
+		case CauseFault:
+		case CauseStall:
+			stalled++
+		default:
+			bad = append(bad, finding{at: c.At, what: fmt.Sprintf(
+				"leadership passed from %s (token %d) to %s (token %d) at %s with no fault open or healed within %v before",
+				c.OldNode, c.OldToken, c.NewNode, c.NewToken, p.t(c.At), 2*ttl)})
 		}
 		judged++
-		if p.changeExplained(c, ttl) {
-			continue
-		}
-		if life == nil {
-			life = p.lifeSigns()
-		}
-		if t := byToken[c.oldToken]; t != nil && t.Node == p.nodes[c.oldNode] && p.changeStalled(t, ttl, life) {
-			stalled++
-			continue
-		}
-		bad = append(bad, finding{at: c.firstNew, what: fmt.Sprintf(
-			"leadership passed from %s (token %d) to %s (token %d) at %s with no fault open or healed within %v before",
-			p.nodes[c.oldNode], c.oldToken, p.nodes[c.newNode], c.newToken, p.t(c.firstNew), 2*ttl)})
 	}
 	cr.Stats = map[string]int64{"changes": int64(judged), "stalled": int64(stalled), "unexplained": int64(len(bad))}
 	if len(bad) == 0 {
@@ -387,18 +422,19 @@ func (p *parsed) unansweredElsewhere(node int32, call, ret int64) bool {
 	return false
 }
 
-// changeExplained reports whether a fault was open, or healed at most two lease TTLs
-// earlier, when c's first commit under the new token was accepted.
-func (p *parsed) changeExplained(c change, ttl time.Duration) bool {
+// changeFault returns the latest fault injected at or before change c's first commit
+// under its new token that was open then, or healed within two lease TTLs; nil for none.
+func (p *parsed) changeFault(c change, ttl time.Duration) *fault {
+	var latest *fault
 	for i := range p.faults {
 		f := &p.faults[i]
 		healed := f.heal
 		if healed == 0 {
 			healed = p.runEnd()
 		}
-		if f.inject <= c.firstNew && c.firstNew <= healed+int64(2*ttl) {
-			return true
+		if f.inject <= c.firstNew && c.firstNew <= healed+int64(2*ttl) && (latest == nil || f.inject >= latest.inject) {
+			latest = f
 		}
 	}
-	return false
+	return latest
 }

@@ -243,3 +243,38 @@ func TestLeaderChangeAfterRedisStall(t *testing.T) {
 		t.Errorf("the same change with only the leader unanswered: %+v, want invalid", c)
 	}
 }
+
+// One attribution for every leader change: two changes while one clock fault is open
+// are both the clock fault's (the report once said "none attributed" for the second,
+// whose failover window the first had taken, while the check passed it), a change
+// within two lease TTLs of a later fault's heal is that later fault's, and one after
+// the final heal is not judged.
+func TestExplainChangesAttributesEachChange(t *testing.T) {
+	const s = int64(time.Second)
+	p := &parsed{
+		run:   &history.Run{Info: history.RunInfo{LeaseTTL: 2 * time.Second, HealTime: 60 * s, End: 70 * s}},
+		nodes: []string{"n1", "n2", "n3"},
+		faults: []fault{
+			{id: "fault-1", kind: "clock", node: "n2", inject: 15 * s, heal: 21 * s},
+			{id: "fault-2", kind: "kill", node: "n1", inject: 30 * s, heal: 32 * s},
+		},
+	}
+	changes := []change{
+		{oldNode: 1, newNode: 0, oldToken: 1, newToken: 2, firstNew: 16 * s},
+		{oldNode: 0, newNode: 2, oldToken: 2, newToken: 3, firstNew: 18*s + s/2},
+		{oldNode: 2, newNode: 1, oldToken: 3, newToken: 4, firstNew: 35 * s},
+		{oldNode: 1, newNode: 0, oldToken: 4, newToken: 5, firstNew: 65 * s},
+	}
+	got := explainChanges(p, changes, nil)
+	want := []struct{ cause, fault, node string }{
+		{CauseFault, "clock", "n2"}, {CauseFault, "clock", "n2"}, {CauseFault, "kill", "n1"}, {CauseAfterHeal, "", ""},
+	}
+	for i, w := range want {
+		if g := got[i]; g.Cause != w.cause || g.Fault != w.fault || g.FaultNode != w.node || g.NewToken != changes[i].newToken {
+			t.Errorf("change %d: %+v, want %+v", i+1, g, w)
+		}
+	}
+	if c := unexplainedChanges(p, got); c.Verdict != Valid || c.Stats["changes"] != 3 {
+		t.Errorf("the check on the same attributions: %+v, want valid, 3 judged", c)
+	}
+}

@@ -74,6 +74,9 @@ type Result struct {
 	// LeaderChanges counts the times the store accepted a commit under a token higher
 	// than every token it had accepted before, the first such commit excepted.
 	LeaderChanges int `json:"leader_changes"`
+	// Changes are those leader changes, in order, each with what explains it: the one
+	// attribution that the unexplained-leader-change check and the reports read.
+	Changes []LeaderChange `json:"changes,omitempty"`
 	// FencingRejections counts commits the store rejected with ErrStaleToken: those a
 	// node was told about, plus unknown outcomes the audit stream shows were rejected so.
 	FencingRejections int `json:"fencing_rejections"`
@@ -242,4 +245,20 @@ type Distribution struct {
 	P90   time.Duration `json:"p90_ns"`
 	P99   time.Duration `json:"p99_ns"`
 	Max   time.Duration `json:"max_ns"`
+}
+
+// LeaderChange is one leader change: the store accepting its first commit under a token
+// higher than every token it had accepted, and its cause (see explainChanges).
+type LeaderChange struct {
+	At       int64  `json:"at"` // completion of the first commit under NewToken (host ns)
+	OldNode  string `json:"old_node"`
+	OldToken int64  `json:"old_token"`
+	NewNode  string `json:"new_node"`
+	NewToken int64  `json:"new_token"`
+	// Cause is CauseFault (then Fault, FaultNode and FaultAt, its injection in host ns,
+	// name the fault), CauseStall, CauseAfterHeal, or "" when nothing explains it.
+	Cause     string `json:"cause,omitempty"`
+	Fault     string `json:"fault,omitempty"`
+	FaultNode string `json:"fault_node,omitempty"`
+	FaultAt   int64  `json:"fault_at,omitempty"`
 }

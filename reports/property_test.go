@@ -342,6 +342,23 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	if !strings.Contains(md.String(), fmt.Sprintf(" %d leader changes,", r.LeaderChanges)) {
 		t.Errorf("report.md does not say %d leader changes", r.LeaderChanges)
 	}
+	// The report attributes each change as the unexplained-leader-change check does:
+	// one function decides both, so a valid check leaves no change unattributed in
+	// results.json or report.md, and an invalid one leaves some.
+	unattributed := 0
+	for _, c := range r.Changes {
+		if c.Cause == "" {
+			unattributed++
+		}
+	}
+	if uc := res.Check(checker.CheckUnexplainedLeaderChange); uc != nil {
+		if (uc.Verdict == checker.Valid) != (unattributed == 0) {
+			t.Errorf("unexplained-leader-change is %s, and results.json leaves %d changes unattributed", uc.Verdict, unattributed)
+		}
+		if strings.Contains(md.String(), "none: unexplained") != (unattributed > 0) {
+			t.Errorf("report.md's changes table and results.json disagree on unattributed changes (%d)", unattributed)
+		}
+	}
 
 	// junit.xml: one case per check, failures and errors as the verdicts say.
 	var jd junitSuites

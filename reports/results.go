@@ -237,7 +237,10 @@ type LeaderChange struct {
 	NewToken    int64         `json:"new_token"`
 	LastOldAtNS time.Duration `json:"last_old_at_ns"`
 	GapNS       time.Duration `json:"gap_ns"`
-	// Fault and FaultNode name the fault the change is attributed to; "" for none.
+	// Cause is the checker's attribution (checker.LeaderChange.Cause: "fault", "stall",
+	// "after-heal", or "" for nothing); Fault and FaultNode name the fault the change is
+	// attributed to, "" for none.
+	Cause     string `json:"cause,omitempty"`
 	Fault     string `json:"fault,omitempty"`
 	FaultNode string `json:"fault_node,omitempty"`
 }
@@ -562,7 +565,10 @@ func (v *view) results(n int) *Results {
 	for _, c := range changes {
 		lc := LeaderChange{AtNS: v.rel(c.At), OldNode: c.OldNode, OldToken: c.OldToken, NewNode: c.NewNode, NewToken: c.NewToken,
 			LastOldAtNS: v.rel(c.LastOld), GapNS: time.Duration(c.At - c.LastOld)}
-		if c.Window != nil {
+		switch {
+		case c.Cause != nil:
+			lc.Cause, lc.Fault, lc.FaultNode = c.Cause.Cause, c.Cause.Fault, c.Cause.FaultNode
+		case c.Window != nil: // a result stored before changes were attributed
 			lc.Fault, lc.FaultNode = c.Window.Fault, c.Window.FaultNode
 		}
 		r.Changes = append(r.Changes, lc)

@@ -263,13 +263,8 @@ func (v *view) changesTable() table {
 		Empty:  "The store never changed leader."}
 	v.headTailRows(&t, len(v.changes), maxChangeRows, func(i int) []string {
 		c := v.changes[i]
-		fault, to := "none attributed", "—"
+		fault, to := v.changeCause(c), "—"
 		if w := c.Window; w != nil {
-			fault = faultLabel(w.Fault)
-			if w.FaultNode != "" {
-				fault += " on " + w.FaultNode
-			}
-			fault += " at " + v.at(w.Injected)
 			to = dur(w.ToNewToken)
 		}
 		return []string{strconv.Itoa(i + 1), v.at(c.At),
@@ -417,4 +412,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// changeCause says what caused a leader change, as the checker attributed it.
+func (v *view) changeCause(c change) string {
+	kind, node, at := "", "", int64(0)
+	switch {
+	case c.Cause == nil && c.Window != nil: // a result stored before changes were attributed
+		kind, node, at = c.Window.Fault, c.Window.FaultNode, c.Window.Injected
+	case c.Cause == nil:
+		return "none attributed"
+	case c.Cause.Cause == checker.CauseFault:
+		kind, node, at = c.Cause.Fault, c.Cause.FaultNode, c.Cause.FaultAt
+	case c.Cause.Cause == checker.CauseStall:
+		return "a stall no fault injected"
+	case c.Cause.Cause == checker.CauseAfterHeal:
+		return "after the final heal"
+	default:
+		return "none: unexplained"
+	}
+	s := faultLabel(kind)
+	if node != "" {
+		s += " on " + node
+	}
+	return s + " at " + v.at(at)
 }

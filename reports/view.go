@@ -80,6 +80,10 @@ type change struct {
 	OldToken, NewToken int64
 	// Window is the failover window the checker attributed to a fault, if any.
 	Window *checker.Window
+	// Cause is the checker's attribution of the change (the one the
+	// unexplained-leader-change check judges); nil in a result stored before the
+	// checker attributed changes, where the window's fault stands in.
+	Cause *checker.LeaderChange
 }
 
 // rejection is a commit the store rejected because its token was stale.
@@ -280,9 +284,14 @@ func (v *view) storeHistory() {
 			windows[k] = w
 		}
 	}
+	causes := make(map[int64]*checker.LeaderChange, len(v.res.Changes))
+	for j := range v.res.Changes {
+		causes[v.res.Changes[j].NewToken] = &v.res.Changes[j]
+	}
 	for i := range v.changes {
 		c := &v.changes[i]
 		c.Window = windows[changeKey{c.OldToken, c.NewToken, c.At}]
+		c.Cause = causes[c.NewToken]
 	}
 	st := v.run.Store
 	if st == nil {
