@@ -281,6 +281,12 @@ func historyFiles(dir string) ([]string, error) {
 	plain := map[string]bool{}
 	var files []string
 	for _, e := range ents {
+		if n := e.Name(); e.IsDir() && (strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".jsonl"+GzipSuffix)) {
+			// Skipping it would judge the run without that node's operations.
+			return nil, fmt.Errorf("%w: %s is a directory, not a history file", ErrBadInput, filepath.Join(hd, n))
+		}
+	}
+	for _, e := range ents {
 		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".jsonl") {
 			plain[n] = true
 			files = append(files, filepath.Join(hd, n))

@@ -135,6 +135,7 @@ func TestLoadRunBadInput(t *testing.T) {
 		{"two bad files", with(goodRun(), "history/n1.jsonl", "x\n", "history/n2.jsonl", "y\n"), history.ErrMalformed, []string{"n1.jsonl:1", "and 1 more files with errors"}},
 		{"torn line in the middle", with(goodRun(), "history/n1.jsonl", n1Lines[:60]+"\n"+n1Lines), history.ErrMalformed, []string{"n1.jsonl:1"}},
 		{"torn last audit line", with(goodRun(), "audit.jsonl", auditLine+"\n"+auditLine[:30]), history.ErrMalformed, []string{"audit.jsonl:2", "torn last line"}},
+		{"history file a directory", with(goodRun(), "history/n2.jsonl", "\x00", "history/n2.jsonl/", ""), history.ErrBadInput, []string{"n2.jsonl is a directory"}},
 		{"corrupt gzip history", with(goodRun(), "history/n1.jsonl", "\x00", "history/n2.jsonl.gz", "\x00"), history.ErrBadInput, []string{"n2.jsonl.gz"}},
 	}
 	for _, c := range cases {
