@@ -24,9 +24,17 @@ BUDGET    ?=
 
 all: build
 
+# The go command stamps the VCS revision into a binary built in a git checkout (`fenceline
+# version`, run.json); it does not in a git worktree (.git is a file there) or with
+# GOFLAGS=-buildvcs=false, so the revision is passed as well, and its stamp wins.
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+BUILDINFO = github.com/fenceline/fenceline/internal/buildinfo
+LDFLAGS  := $(if $(REVISION),-ldflags '-X $(BUILDINFO).Revision=$(REVISION) -X $(BUILDINFO).Modified=$(MODIFIED)')
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
-	CGO_ENABLED=0 $(GO) build -tags $(CHAOS_TAGS) -trimpath -o $(CHAOS_BIN) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -trimpath $(LDFLAGS) -o $(FENCELINE) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -tags $(CHAOS_TAGS) -trimpath $(LDFLAGS) -o $(CHAOS_BIN) ./cmd/fenceline
 
 # check-deps installs redis-server from Debian's packages when it is missing and we are
 # root; otherwise it says exactly what to install. check-test-deps does the same for what
@@ -113,16 +121,14 @@ validate: check-deps check-postgres build
 validate-short: check-deps check-postgres build
 	$(CHAOS_BIN) validate --seeds 1 --duration 30s --variants all
 
-# soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
-# SEED0..SEED0+RUNS-1) into OUT (default reports/soak), one subprocess per run, and sums
-# them up in one table. Finished runs are not run again. SHARD=i/N runs only the i-th of
-# N disjoint slices; `fenceline soak-report DIR...` merges the shards.
-RUNS  ?= 20
-SEED0 ?= 1
+# soak runs SEEDS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
+# SEED..SEED+SEEDS-1, SEED 1) into OUT (default reports/soak), one subprocess per run, and
+# sums them up in one table. Finished runs are not run again. SHARD=i/N runs only the i-th
+# of N disjoint slices; `fenceline soak-report DIR...` merges the shards.
 SHARD ?= 1/1
 given = $(filter command line environment,$(origin $(1)))
 soak: check-deps build
-	$(CHAOS_BIN) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
+	$(CHAOS_BIN) soak --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) --shard $(SHARD) \
 	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
 
 # targets runs every target (the reference, redsync and redislock with and without a
