@@ -74,7 +74,7 @@ func (p Program) usage(w io.Writer) {
 	fmt.Fprintf(w, "%s: %s\n\nUsage: %s <command> [flags] [args]\n\nCommands:\n", p.Name, p.Summary, p.Name)
 	for _, c := range p.Commands {
 		if c.Present {
-			fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
+			fmt.Fprintf(w, "  %-12s %s\n", c.Name, c.Summary)
 		}
 	}
 	fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's flags.\n%s\n", p.Name, ExitCodes)
