@@ -77,20 +77,20 @@ test: check-test-deps lint
 bench: check-deps
 	$(GO) test -tags $(CHAOS_TAGS) -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
-# bench-checker writes a simulated 1,000,000-operation run and times `fenceline check` on
-# it, the whole command: loading, checking, writing the report.
+# bench-checker writes a simulated 1,000,000-operation run and times `fenceline check
+# --write` on it, the whole command: loading, checking, writing the report.
 bench-checker: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_RUN=$$d/run FENCELINE_OPS=1000000 $(GO) test -count=1 -run TestWriteBigRun ./checker/ >/dev/null && \
-	/usr/bin/time -f '1M-operation history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f '1M-operation history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check --write $$d/run >/dev/null
 
-# bench-checker-coarse times `fenceline check` on a simulated register-workload run of
+# bench-checker-coarse times `fenceline check --write` on a simulated register-workload run of
 # 236,000 operations (8 clients) whose timestamps are rounded to 16 ms, as a node with a
 # coarse clock records them: dozens of operations share each instant.
 bench-checker-coarse: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_COARSE_RUN=$$d/run FENCELINE_OPS=236000 $(GO) test -count=1 -run TestWriteCoarseRun ./checker/ >/dev/null && \
-	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check --write $$d/run >/dev/null
 
 chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) --schedule $(SCHEDULE) \
