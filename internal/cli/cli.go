@@ -42,8 +42,9 @@ type Command struct {
 	Run     func(args []string, stdout, stderr io.Writer) int
 }
 
-// Run runs the command args names, or prints the usage: with no command (exit 2), -h
-// (exit 0).
+// Run runs the command args[0] names with the rest of args, and returns its exit code;
+// it blocks until the command returns. With no command it prints the usage (exit 2), as
+// with -h (exit 0); --version runs the Version command.
 func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		p.usage(stderr)
@@ -53,7 +54,7 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 		return exitcode.OK
 	}
 	if args[0] == "--version" || args[0] == "-version" {
-		args = []string{p.Version}
+		args = append([]string{p.Version}, args[1:]...)
 	}
 	for _, c := range p.Commands {
 		switch {
