@@ -24,9 +24,17 @@ BUDGET    ?=
 
 all: build
 
+# The go command stamps the VCS revision into a binary built in a git checkout (`fenceline
+# version`, run.json); it does not in a git worktree (.git is a file there) or with
+# GOFLAGS=-buildvcs=false, so the revision is passed as well, and its stamp wins.
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED := $(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true)
+BUILDINFO = github.com/fenceline/fenceline/internal/buildinfo
+LDFLAGS  := $(if $(REVISION),-ldflags '-X $(BUILDINFO).Revision=$(REVISION) -X $(BUILDINFO).Modified=$(MODIFIED)')
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(FENCELINE) ./cmd/fenceline
-	CGO_ENABLED=0 $(GO) build -tags $(CHAOS_TAGS) -trimpath -o $(CHAOS_BIN) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -trimpath $(LDFLAGS) -o $(FENCELINE) ./cmd/fenceline
+	CGO_ENABLED=0 $(GO) build -tags $(CHAOS_TAGS) -trimpath $(LDFLAGS) -o $(CHAOS_BIN) ./cmd/fenceline
 
 # check-deps installs redis-server from Debian's packages when it is missing and we are
 # root; otherwise it says exactly what to install. check-test-deps does the same for what
@@ -69,20 +77,20 @@ test: check-test-deps lint
 bench: check-deps
 	$(GO) test -tags $(CHAOS_TAGS) -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
-# bench-checker writes a simulated 1,000,000-operation run and times `fenceline check` on
-# it, the whole command: loading, checking, writing the report.
+# bench-checker writes a simulated 1,000,000-operation run and times `fenceline check
+# --write` on it, the whole command: loading, checking, writing the report.
 bench-checker: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_RUN=$$d/run FENCELINE_OPS=1000000 $(GO) test -count=1 -run TestWriteBigRun ./checker/ >/dev/null && \
-	/usr/bin/time -f '1M-operation history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f '1M-operation history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check --write $$d/run >/dev/null
 
-# bench-checker-coarse times `fenceline check` on a simulated register-workload run of
+# bench-checker-coarse times `fenceline check --write` on a simulated register-workload run of
 # 236,000 operations (8 clients) whose timestamps are rounded to 16 ms, as a node with a
 # coarse clock records them: dozens of operations share each instant.
 bench-checker-coarse: build
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
 	FENCELINE_WRITE_COARSE_RUN=$$d/run FENCELINE_OPS=236000 $(GO) test -count=1 -run TestWriteCoarseRun ./checker/ >/dev/null && \
-	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check $$d/run >/dev/null
+	/usr/bin/time -f 'coarse-clock register history: %e s wall, %U s user + %S s sys CPU, %M KB peak RSS' $(FENCELINE) check --write $$d/run >/dev/null
 
 chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) --schedule $(SCHEDULE) \
@@ -113,16 +121,14 @@ validate: check-deps check-postgres build
 validate-short: check-deps check-postgres build
 	$(CHAOS_BIN) validate --seeds 1 --duration 30s --variants all
 
-# soak runs RUNS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
-# SEED0..SEED0+RUNS-1) into OUT (default reports/soak), one subprocess per run, and sums
-# them up in one table. Finished runs are not run again. SHARD=i/N runs only the i-th of
-# N disjoint slices; `fenceline soak-report DIR...` merges the shards.
-RUNS  ?= 20
-SEED0 ?= 1
+# soak runs SEEDS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
+# SEED..SEED+SEEDS-1, SEED 1) into OUT (default reports/soak), one subprocess per run, and
+# sums them up in one table. Finished runs are not run again. SHARD=i/N runs only the i-th
+# of N disjoint slices; `fenceline soak-report DIR...` merges the shards.
 SHARD ?= 1/1
 given = $(filter command line environment,$(origin $(1)))
 soak: check-deps build
-	$(CHAOS_BIN) soak --runs $(RUNS) --seed0 $(SEED0) --shard $(SHARD) \
+	$(CHAOS_BIN) soak --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) --shard $(SHARD) \
 	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
 
 # targets runs every target (the reference, redsync and redislock with and without a

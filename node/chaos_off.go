@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/cli"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/listener/pgstore"
 	"github.com/fenceline/fenceline/source"
@@ -60,6 +62,17 @@ func faultHooks(bool, *http.ServeMux) election.Clock { return election.SystemClo
 
 func runRegister(context.Context, Config, redis.UniversalClient, storeMaker, *history.Recorder, *state) error {
 	return fmt.Errorf("the register workload %w: %s", errNeedsChaos, ChaosBuildHint)
+}
+
+const workloadHelp = "listener: elect, then ingest"
+
+// addChaosFlags hides the flags of a chaos build (see AddFlags): any value but their
+// default is refused in one line.
+func addChaosFlags(fs *flag.FlagSet, _ *Config) {
+	for name, accept := range map[string]string{"chaos": "false", "chaos-allow-remote-control": "false", "failpoint": "",
+		"variant": Reference, "start-token": "0", "start-cursor": "0", "clients": "3"} {
+		cli.Hide(fs, name, accept, "exists only in a chaos build; "+ChaosBuildHint)
+	}
 }
 
 // VariantHelp describes --variant, for -h.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -165,12 +166,30 @@ func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, 
 	})
 }
 
+const workloadHelp = "listener (elect, then ingest) or register (concurrent fenced clients outside the election: with --chaos only)"
+
+// addChaosFlags adds the flags that exist in a chaos build only (see AddFlags).
+func addChaosFlags(fs *flag.FlagSet, c *Config) {
+	fs.BoolVar(&c.Chaos, "chaos", false, "enable fault hooks on the control endpoint (POST /fault/clock): for the chaos harness only")
+	fs.BoolVar(&c.RemoteControl, "chaos-allow-remote-control", false, "with --chaos, allow a --control address that is not loopback (the fault hooks take no authentication)")
+	fs.Func("failpoint", "with --chaos: arm a failpoint at start, NAME=ACTION, the action [N*]sleep(D), block, error or exit[(CODE)] (repeatable; the names are in internal/failpoint)", func(v string) error {
+		c.Failpoints = append(c.Failpoints, v)
+		return nil
+	})
+	fs.StringVar(&c.Variant, "variant", Reference, VariantHelp())
+	fs.Int64Var(&c.StartToken, "start-token", 0, "with --chaos: seed an empty store's token counter with this value (the first token is one more)")
+	fs.Int64Var(&c.StartCursor, "start-cursor", 0, "with --chaos: seed an empty store's cursor record with this cursor (and token 0)")
+	fs.IntVar(&c.Clients, "clients", 3, "register workload: concurrent clients")
+}
+
 // VariantHelp lists the variants, for -h.
 func VariantHelp() string {
 	var b strings.Builder
 	b.WriteString("the design to run: reference, or one broken ON PURPOSE for self-validation (needs --chaos):")
 	for _, v := range variants.All()[1:] {
-		fmt.Fprintf(&b, "\n    %s: %s", v.Name, v.Description)
+		// Without back quotes: the flag package would print a quoted phrase as the
+		// flag's argument name.
+		fmt.Fprintf(&b, "\n    %s: %s", v.Name, strings.ReplaceAll(v.Description, "`", ""))
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -109,6 +110,9 @@ func (c Config) validate() error {
 	if c.ID == "" {
 		return errors.New("--id is required")
 	}
+	if err := CheckElection(c.Election); err != nil {
+		return err
+	}
 	if err := checkVariant(c.Variant); err != nil {
 		return err
 	}
@@ -187,13 +191,42 @@ func (c Config) validateTarget() error {
 	return nil
 }
 
-// ready is Validate plus what Check and Run need besides.
+// WithConnection returns c with the Redis client options and target of conn's flags,
+// once c is valid: the node's settings as `fenceline node` assembles them. Its errors
+// wrap ErrUsage.
+func (c Config) WithConnection(conn *redisconn.Flags) (Config, error) {
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	opts, err := conn.Options()
+	if err != nil {
+		return c, usage(err)
+	}
+	c.Redis, c.RedisTarget = opts, conn.Target
+	return c, nil
+}
+
+// CheckElection checks an election name: it is the hash tag of every key, so it cannot
+// hold a brace (election.Config's rule, checked before anything starts).
+func CheckElection(name string) error {
+	if strings.ContainsAny(name, "{}") {
+		return fmt.Errorf("--election %q: a name must not contain '{' or '}' (it is the keys' hash tag)", name)
+	}
+	return nil
+}
+
+// ready is Validate plus what Check and Run need besides: the Redis options, and a
+// --control address that resolves (a port out of range, a host that does not exist are
+// settings, not what the node met).
 func (c Config) ready() error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.Redis == nil {
 		return usage(errors.New("no Redis options"))
+	}
+	if _, err := net.ResolveTCPAddr("tcp", c.Control); err != nil {
+		return usage(fmt.Errorf("--control %q: %w", c.Control, err))
 	}
 	return nil
 }

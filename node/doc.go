@@ -1,6 +1,7 @@
 // Package node assembles one fenceline node: the elector and the fenced listener on one
 // Redis client, the history recorder, and the control endpoint (/status, /health,
-// /metrics). It is `fenceline node` without its flags.
+// /metrics). It is `fenceline node` without its parsing and exit codes (AddFlags registers
+// its flags).
 //
 // What exists only to break or probe the node — the broken variants, the clock fault
 // hook (POST /fault/clock), the register workload — is compiled in a chaos build only

@@ -88,6 +88,9 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		{[]string{"--redis-topology", "sentinel", "--min-replicas-to-write", "3"}, "min-replicas-to-write 3"},
 		{[]string{"--redis-topology", "cluster", "--min-replicas-to-write", "2"}, "min-replicas-to-write 2 (0..1 with cluster)"},
 		{[]string{"--nemesis", "redis-restart", "--redis-topology", "cluster"}, "redis-restart restarts the single Redis"},
+		// -1 is "chosen by the seed"; any other negative start is a mistake.
+		{[]string{"--start-token", "-5"}, "--start-token -5, --start-cursor -1: want a value >= 0, or -1"},
+		{[]string{"--start-cursor", "-2"}, "want a value >= 0, or -1"},
 	} {
 		args := append([]string{"chaos", "--out", out}, tc.args...)
 		code, _, stderr := runCmd(args...)
@@ -181,7 +184,7 @@ func TestNodeRefusesBrokenVariantWithoutChaos(t *testing.T) {
 // build) is refused before anything runs.
 func TestSoakRefusesABinaryWithoutChaos(t *testing.T) {
 	out := t.TempDir()
-	code, _, stderr := runCmd("soak", "--binary", "/bin/false", "--out", out, "--runs", "1")
+	code, _, stderr := runCmd("soak", "--binary", "/bin/false", "--out", out, "--seeds", "1")
 	if code != exitUsage || !strings.Contains(stderr, "has no chaos command") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q; want 2 and one line", code, stderr)
 	}

@@ -2,5 +2,5 @@
 
 package main
 
-// chaosOnly marks the harness's commands in the usage; a chaos build has them all.
-const chaosOnly = ""
+// chaosBuild: this build has the harness's commands (and the node its chaos flags).
+const chaosBuild = true

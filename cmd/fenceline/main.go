@@ -1,19 +1,24 @@
 // Command fenceline runs the fenced listener (node, source, status), judges stored runs
 // (check, report) and, in a chaos build (go build -tags chaos; bin/fenceline-chaos), runs
-// the chaos harness that verifies it (chaos, validate, soak). See README.md.
+// the chaos harness that verifies it (chaos, validate, soak, ...). See docs/cli.md.
 //
 // Exit codes: 0 valid (or success), 1 invalid, 2 usage or bad input, 3 unknown — the
 // checker could not decide or the run could not be completed; never a pass.
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/fenceline/fenceline/internal/buildinfo"
+	"github.com/fenceline/fenceline/internal/cli"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/node"
 )
 
 // Exit codes.
@@ -24,71 +29,54 @@ const (
 	exitUnknown = exitcode.Unknown
 )
 
-type command struct {
-	name, summary string
-	run           func(args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"node", "run one listener instance (leader election + fenced listener)", runNode},
-		{"source", "serve the deterministic event feed", runSource},
-		{"status", "print the current leader, token and cursor as JSON", runStatus},
-		{"check", "re-check a stored run directory", runCheck},
-		{"report", "regenerate the report of a stored run directory", runReport},
-		{"chaos", "run a chaos experiment, check it and write its report" + chaosOnly, runChaos},
-		{"validate", "run the broken variants and the reference, and measure detection rates" + chaosOnly, runValidate},
-		{"soak", "run many seeded all-fault chaos runs (or a shard of them) and sum them up" + chaosOnly, runSoak},
-		{"targets", "run every target (lock libraries, the reference) under the same faults and tabulate them" + chaosOnly, runTargets},
-		{"node-check", "check that a node in any language follows the node protocol (--node-cmd)" + chaosOnly, runNodeCheck},
-		{"soak-report", "merge soak directories or shard summaries into one table" + chaosOnly, runSoakReport},
-		{"shrink", "search a failing run's schedule for a smaller one that still fails" + chaosOnly, runShrink},
-		{"topologies", "run the reference on each Redis topology and mitigation under each Redis fault, in one table" + chaosOnly, runTopologies},
-		{"bus-relay", "relay a Redis Cluster's bus so that one sender can be cut (the docker backend runs it)" + chaosOnly, runBusRelay},
-	}
+// program is the binary: its commands, each -h made from its Args and Summary.
+func program() cli.Program {
+	const c = chaosBuild
+	return cli.Program{Name: "fenceline", Summary: "fenced leader election on Redis, and the harness that verifies it",
+		Version: "version", Absent: "the chaos harness is not in this build; " + node.ChaosBuildHint, Commands: []cli.Command{
+			{Name: "node", Summary: "run one listener instance (leader election + fenced listener)", Present: true, Run: runNode},
+			{Name: "source", Summary: "serve the deterministic event feed", Present: true, Run: runSource},
+			{Name: "status", Summary: "print the current leader, token and cursor as JSON", Present: true, Run: runStatus},
+			{Name: "check", Args: "RUN_DIR", Summary: "judge a stored run and print its verdict, rewriting nothing in it", Present: true, Run: runCheck},
+			{Name: "report", Args: "RUN_DIR", Summary: "judge a stored run and rewrite its results.json, report.md, index.html and junit.xml", Present: true, Run: runReport},
+			{Name: "version", Summary: "print the module version and the VCS revision", Present: true, Run: runVersion},
+			{Name: "chaos", Summary: "run a chaos experiment, check it and write its report", Present: c, Run: runChaos},
+			{Name: "validate", Summary: "run the broken variants and the reference, and measure detection rates", Present: c, Run: runValidate},
+			{Name: "targets", Summary: "run every target (lock libraries, the reference) under the same faults and tabulate them", Present: c, Run: runTargets},
+			{Name: "topologies", Summary: "run the reference on each Redis topology and mitigation under each Redis fault, in one table", Present: c, Run: runTopologies},
+			{Name: "soak", Summary: "run many seeded all-fault chaos runs (or a shard of them) and sum them up", Present: c, Run: runSoak},
+			{Name: "soak-report", Args: "DIR...", Summary: "merge soak directories or shard summaries into one table", Present: c, Run: runSoakReport},
+			{Name: "shrink", Args: "RUN_DIR", Summary: "search a failing run's schedule for a smaller one that still fails", Present: c, Run: runShrink},
+			{Name: "node-check", Summary: "check that a node in any language follows the node protocol (--node-cmd)", Present: c, Run: runNodeCheck},
+			{Name: "bus-relay", Summary: "relay a Redis Cluster's bus so that one sender can be cut (the docker backend runs it)", Present: c, Run: runBusRelay},
+		}}
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+func run(args []string, stdout, stderr io.Writer) int { return program().Run(args, stdout, stderr) }
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	if code, ok := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args, stderr); !ok {
+		return code
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "fenceline: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitUsage
+	fmt.Fprint(stdout, buildinfo.Read().Text())
+	return exitOK
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: fenceline <command> [flags]\n\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'fenceline <command> -h' for a command's flags.")
-}
-
-// parseFlags parses a subcommand's flags. It returns (code, false) when the command
-// must stop: -h (exit 0) or a usage error (exit 2, with the message on stderr).
+// parseFlags parses a command's flags (cli.Program.Parse). It returns (code, false) when
+// the command must stop: -h (exit 0) or a usage error (exit 2, one line on stderr).
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 && fs.Name() != "check" && fs.Name() != "report" && fs.Name() != "shrink" {
-		fmt.Fprintf(stderr, "fenceline %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
-	}
-	return 0, true
+	_, code, ok := program().Parse(fs, args, stderr)
+	return code, ok
+}
+
+// parseArgs is parseFlags for a command with arguments, which it returns.
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bool) {
+	return program().Parse(fs, args, stderr)
+}
+
+// interruptible is the context of a command that stops cleanly on Ctrl-C or SIGTERM.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -29,11 +29,21 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "usage: fenceline"},
+		{nil, "Usage: fenceline <command>"},
 		{[]string{"explode"}, `unknown command "explode"`},
 		{[]string{"node"}, "--id is required"},
 		{[]string{"node", "--id", "n1", "--workload", "kv"}, `unknown workload "kv"`},
-		{[]string{"check"}, "usage: fenceline check RUN_DIR"},
+		{[]string{"check"}, "fenceline check: want RUN_DIR, got 0 arguments"},
+		{[]string{"check", "a", "b"}, "want RUN_DIR, got 2 arguments"},
+		{[]string{"check", "--json", "--write", "a"}, "do not go together"},
+		{[]string{"status", "--timeout", "0"}, "need --timeout > 0"},
+		{[]string{"status", "--timeout", "-1s"}, "need --timeout > 0"},
+		{[]string{"status", "--election", "x{y}"}, "must not contain '{' or '}'"},
+		{[]string{"node", "--id", "n1", "--election", "x{y}"}, "must not contain '{' or '}'"},
+		{[]string{"node", "--id", "n1", "--control", "127.0.0.1:99999"}, "invalid port"},
+		{[]string{"node", "--id", "n1", "--control", "999.1.1.1:1"}, `--control "999.1.1.1:1"`},
+		{[]string{"node", "--id", "n1", "--control", "127.0.0.1:99999", "--check"}, "invalid port"},
+		{[]string{"version", "extra"}, `unexpected argument "extra"`},
 		{[]string{"check", "/nonexistent/run"}, "is not a run directory"},
 		{[]string{"source", "--rate", "-1"}, "Rate"},
 	} {

@@ -374,14 +374,15 @@ func mustPool(t *testing.T, caFile string) *x509.CertPool {
 	return p
 }
 
-// The README documents exactly the ACL the TLS test proves sufficient.
+// docs/security.md (where the README sends readers) documents exactly the ACL the TLS
+// test proves sufficient.
 func TestReadmeDocumentsNodeACL(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), "ACL SETUSER fenceline-node reset on >PASSWORD "+nodeACL+"\n") {
-		t.Errorf("README.md does not document the node's ACL as %q", nodeACL)
+		t.Errorf("docs/security.md does not document the node's ACL as %q", nodeACL)
 	}
 }
 

@@ -4,12 +4,12 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/exitcode"
 )
@@ -34,46 +34,6 @@ func TestReplayUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
-	}
-}
-
-// A replay takes the store and the Redis setup from run.json, and a run recorded before
-// run.json had them replays as it ran: the cursor in Redis, one Redis server.
-func TestReplaySettingsStoreAndTopology(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		info history.RunInfo
-		want map[string]string
-	}{
-		{"postgres-sentinel", history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2"}, Backend: "docker", Store: "postgres",
-			Redis: &history.RedisSetup{Topology: "sentinel", MinReplicasToWrite: 1, MinReplicasMaxLag: 2, Wait: 1}},
-			map[string]string{"store": "postgres", "redis-topology": "sentinel", "min-replicas-to-write": "1",
-				"min-replicas-max-lag": "2", "redis-wait": "1", "backend": "docker", "nodes": "2", "seed": "5"}},
-		{"recorded-before", history.RunInfo{Seed: 6, Nodes: []string{"n1"}, Backend: "local"},
-			map[string]string{"store": "redis", "redis-topology": "single", "min-replicas-to-write": "0",
-				"min-replicas-max-lag": "1", "redis-wait": "0"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), tc.info); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, history.ScheduleFile), []byte("[]"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-			for _, name := range replayFlags {
-				fs.String(name, "", "")
-			}
-			if _, err := replaySettings(fs, dir); err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tc.want {
-				if got := fs.Lookup(name).Value.String(); got != want {
-					t.Errorf("--%s = %q, want %q", name, got, want)
-				}
-			}
-		})
 	}
 }
 
@@ -135,7 +95,7 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 	}
 	var ia, ib history.RunInfo
 	for dir, info := range map[string]*history.RunInfo{orig: &ia, again: &ib} {
-		if err := readJSONFile(filepath.Join(dir, history.RunInfoFile), info); err != nil {
+		if err := chaosrun.ReadJSONFile(filepath.Join(dir, history.RunInfoFile), info); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,7 +131,9 @@ func TestShrinkUsage(t *testing.T) {
 		{[]string{valid}, "only a failing run can be shrunk"},
 		{[]string{noSchedule}, "schedule.json"},
 		{[]string{t.TempDir()}, "run.json"},
-		{[]string{}, "usage: fenceline shrink"},
+		{[]string{}, "fenceline shrink: want RUN_DIR, got 0 arguments"},
+		{[]string{valid, "--budget", "1m"}, "flag provided but not defined: -budget"},
+		{[]string{valid, "--runs", "1"}, "flag provided but not defined: -runs"},
 	} {
 		code, _, stderr := runCmd(append([]string{"shrink"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -50,7 +50,7 @@ func TestShrinkFindsTheOneFault(t *testing.T) {
 		}
 	}
 	out := t.TempDir()
-	code, stdout, stderr := runCmd("shrink", "--runs", "1", "--budget", "3m", "--binary", helperBinary(t), "--out", out, orig)
+	code, stdout, stderr := runCmd("shrink", "--repeat", "1", "--time-limit", "3m", "--binary", helperBinary(t), "--out", out, orig)
 	if code != exitOK || !strings.Contains(stdout, "shrunk from 3 faults to 1 ") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/fenceline/fenceline/node"
 	"github.com/fenceline/fenceline/source"
@@ -26,23 +22,20 @@ func runSource(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
 	srv, err := source.NewServer(source.Config{Rate: *rate, Backlog: *backlog, Logger: logger})
+	var ln net.Listener
+	if err == nil {
+		ln, err = net.Listen("tcp", *listen)
+	}
+	if err == nil {
+		err = node.WriteAddrFile(*addrFile, ln.Addr().String())
+	}
+	if err == nil {
+		logger.Info("source-listening", slog.String("addr", ln.Addr().String()), slog.Float64("rate", *rate))
+		ctx, stop := interruptible()
+		defer stop()
+		err = srv.Serve(ctx, ln)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
-		return exitUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
-		return exitUsage
-	}
-	if err := node.WriteAddrFile(*addrFile, ln.Addr().String()); err != nil {
-		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
-		return exitUsage
-	}
-	logger.Info("source-listening", slog.String("addr", ln.Addr().String()), slog.Float64("rate", *rate))
-	if err := srv.Serve(ctx, ln); err != nil {
 		fmt.Fprintf(stderr, "fenceline source: %v\n", err)
 		return exitUsage
 	}

@@ -50,21 +50,3 @@ func TestAimedPauseCatchesNoFence(t *testing.T) {
 		t.Fatalf("schedule.json of the run does not keep the moment: %s (%v)", b, err)
 	}
 }
-
-// --schedule auto aims the faults where the nodes have the failpoints to be held at.
-func TestAutoSchedule(t *testing.T) {
-	for _, tc := range []struct {
-		target, nodeCmd, workload, budget, want string
-	}{
-		{"", "", "listener", "", nemesis.ScheduleTargeted},
-		{"reference", "", "listener", "", nemesis.ScheduleTargeted},
-		{"redsync", "", "listener", "", nemesis.ScheduleRandom},
-		{"", "python3 node.py", "listener", "", nemesis.ScheduleRandom},
-		{"", "", "register", "", nemesis.ScheduleRandom},
-		{"", "", "listener", "kill.p99=2.5s", nemesis.ScheduleRandom},
-	} {
-		if got := autoSchedule(tc.target, tc.nodeCmd, tc.workload, tc.budget); got != tc.want {
-			t.Errorf("autoSchedule(%q, %q, %q, %q) = %s, want %s", tc.target, tc.nodeCmd, tc.workload, tc.budget, got, tc.want)
-		}
-	}
-}

@@ -3,8 +3,8 @@
 // Package chaosrun runs one chaos run end to end: it checks the settings (asking the
 // node binary itself with `fenceline node --check`), creates an exclusive run directory,
 // runs the harness on the chosen backend, checks the run, writes its report and
-// compresses its records. It is `fenceline chaos` without its flags, and what `fenceline
-// validate` runs for each cell of its matrix. It exists in chaos builds only.
+// compresses its records. It is `fenceline chaos` (Settings holds its flags), and what
+// `fenceline validate` runs for each cell of its matrix. It exists in chaos builds only.
 package chaosrun
 
 import (
@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"github.com/fenceline/fenceline/experiment/nodecheck"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/internal/pgserver"
@@ -336,7 +336,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
-		Versions: map[string]string{"fenceline": version(), "go": runtime.Version()},
+		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
 	}
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"
@@ -453,18 +453,4 @@ func targetArg(t string) string {
 		return ""
 	}
 	return t
-}
-
-// version is the module version this binary was built from.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return s.Value[:12]
-		}
-	}
-	return bi.Main.Version
 }

@@ -1,5 +1,6 @@
-// Package judge checks a stored run directory and writes its report: what `fenceline
-// check` and `fenceline report` do, and what a chaos run does once its cluster is gone.
+// Package judge checks a stored run directory and, unless asked not to, writes its
+// report: what `fenceline check` (which writes nothing) and `fenceline report` do, and
+// what a chaos run does once its cluster is gone.
 // It reads only the run directory; it imports the checker and the reports, never the
 // code under test.
 package judge
@@ -22,10 +23,28 @@ import (
 	"github.com/fenceline/fenceline/workloads"
 )
 
-// Dir checks the run in dir, writes its report files, prints the summary to stdout and
-// returns the exit code of the verdict (exitcode.Usage for a directory it cannot read)
-// with the checker's result (nil when the check could not run). It blocks until done.
+// Mode is what Judge does with the verdict besides returning its exit code.
+type Mode int
+
+const (
+	// Write writes the report files (results.json, report.md, index.html, junit.xml and
+	// porcupine's visualizations) into the run directory and prints the summary.
+	Write Mode = iota
+	// Summary prints the summary and writes nothing anywhere in the run directory.
+	Summary
+	// JSON prints the verdict as JSON (what results.json holds) and writes nothing.
+	JSON
+)
+
+// Dir is Judge with Write: what `fenceline report` and a chaos run do.
 func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
+	return Judge(dir, Write, stdout, stderr)
+}
+
+// Judge checks the run in dir, does what mode says with the verdict, and returns the
+// exit code of the verdict (exitcode.Usage for a directory it cannot read) with the
+// checker's result (nil when the check could not run). It blocks until done.
+func Judge(dir string, mode Mode, stdout, stderr io.Writer) (int, *checker.Result) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(dir))
 	}
@@ -48,6 +67,16 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		fmt.Fprintf(stderr, "fenceline: %s: %v\n", history.RunInfoFile, err)
 		return exitcode.Usage, nil
 	}
+	if mode != Write {
+		// Porcupine's visualizations go to a directory of their own, thrown away.
+		tmp, err := os.MkdirTemp("", "fenceline-check-")
+		if err != nil {
+			fmt.Fprintf(stderr, "fenceline: %v\n", err)
+			return exitcode.Unknown, nil
+		}
+		defer os.RemoveAll(tmp)
+		opts.OutDir = tmp
+	}
 	res, err := checker.Check(context.Background(), run, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: check %s: %v\n", dir, err)
@@ -56,15 +85,43 @@ func Dir(dir string, stdout, stderr io.Writer) (int, *checker.Result) {
 		}
 		return exitcode.Usage, nil
 	}
-	if err := reports.WriteAndSummarize(stdout, run, res); err != nil {
+	if mode != Write {
+		keepStoredVisualizations(dir, res)
+	}
+	switch mode {
+	case Write:
+		err = reports.WriteAndSummarize(stdout, run, res)
+	case Summary:
+		err = reports.Summary(stdout, run, res)
+	case JSON:
+		err = reports.WriteResults(stdout, run, res)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "fenceline: report: %v\n", err)
-		if !errors.Is(err, reports.ErrSummary) {
+		if mode == Write && !errors.Is(err, reports.ErrSummary) {
 			return exitcode.Unknown, res
 		}
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", dir)
+	if mode == Write {
+		fmt.Fprintf(stdout, "\nreport: %s\n", dir)
+	}
 	// The report's rule, not the checker's bare verdict: an interrupted run is unknown.
 	return reports.Verdict(run, res).ExitCode(), res
+}
+
+// keepStoredVisualizations keeps, in a result checked without writing, only the names
+// of visualizations the run directory has (an earlier report wrote them): the others
+// were written to a directory that is gone.
+func keepStoredVisualizations(dir string, res *checker.Result) {
+	for i := range res.Checks {
+		c := &res.Checks[i]
+		if c.Visualization == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(dir, c.Visualization)); err != nil || !st.Mode().IsRegular() {
+			c.Visualization = ""
+		}
+	}
 }
 
 // interrupted reports whether dir's run.json is readable and says the run was not

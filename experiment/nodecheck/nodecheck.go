@@ -12,6 +12,7 @@ package nodecheck
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -42,6 +43,23 @@ type Config struct {
 	LeaseTTL, Lead time.Duration
 	// Dir receives the run directory (history, logs, report). Required.
 	Dir string
+}
+
+// Prepare checks cfg as `fenceline node-check` gives it and fills in its defaults: the
+// Binary is this executable, the Dir a new temporary directory (kept). Its errors are
+// usage errors.
+func (cfg *Config) Prepare() error {
+	if strings.TrimSpace(cfg.Cmd) == "" || cfg.LeaseTTL < 100*time.Millisecond || cfg.Lead <= 0 {
+		return errors.New("need --node-cmd, --lease-ttl >= 100ms and --lead > 0")
+	}
+	var err error
+	if cfg.Binary == "" {
+		cfg.Binary, err = os.Executable()
+	}
+	if err == nil && cfg.Dir == "" {
+		cfg.Dir, err = os.MkdirTemp("", "fenceline-node-check-")
+	}
+	return err
 }
 
 // nodeID is the one node a check starts.

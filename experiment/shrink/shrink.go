@@ -2,9 +2,9 @@
 
 // Package shrink searches a failing chaos run's fault schedule for a smaller one that
 // still fails: delta debugging (Zeller's ddmin) over its faults, each candidate run
-// several times because timing varies, within a time budget.
+// several times because timing varies, within a time limit.
 //
-// Two things make the search fit a budget of minutes with real runs of a minute each.
+// Two things make the search fit a time limit of minutes with real runs of a minute each.
 // A failing run says when its first violation happened: the faults injected after it
 // cannot have caused it, so the prefix before it is the next candidate, tried before
 // ddmin's halves. And a candidate starts when the original did: its first fault is moved
@@ -39,11 +39,11 @@ type Run struct {
 
 // Config bounds the search.
 type Config struct {
-	// Runs is how many times a candidate is run; it fails if any run fails. Default 2.
-	Runs int
-	// Budget bounds the whole search; the smallest failing schedule found by then is
+	// Repeat is how many times a candidate is run; it fails if any run fails. Default 2.
+	Repeat int
+	// TimeLimit bounds the whole search; the smallest failing schedule found by then is
 	// the result. Default 15 minutes.
-	Budget time.Duration
+	TimeLimit time.Duration
 	// Progress, if set, is told about every run and the size of its candidate.
 	Progress func(steps int, r Run)
 }
@@ -54,37 +54,37 @@ type Result struct {
 	Steps     []nemesis.Step // the smallest schedule that failed
 	Dir       string         // a failing run of Steps
 	Runs      int            // runs made
-	OutOfTime bool           // the budget ran out before the search ended
+	OutOfTime bool           // the time limit ran out before the search ended
 	Elapsed   time.Duration  // how long the search took
 }
 
 // ErrNotReproduced: the original schedule did not fail in any of its runs.
 var ErrNotReproduced = errors.New("shrink: the original schedule did not fail again")
 
-// Minimize runs ddmin over steps. It blocks until the search ends, the budget runs out
+// Minimize runs ddmin over steps. It blocks until the search ends, the time limit runs out
 // or ctx is done. The original schedule is run first: if it never fails, nothing can be
 // shrunk (ErrNotReproduced). Result.Steps are the candidate as it was run: aligned to the
 // original's first fault (see the package doc).
 func Minimize(ctx context.Context, steps []nemesis.Step, cfg Config, run Oracle) (Result, error) {
-	if cfg.Runs <= 0 {
-		cfg.Runs = 2
+	if cfg.Repeat <= 0 {
+		cfg.Repeat = 2
 	}
-	if cfg.Budget <= 0 {
-		cfg.Budget = 15 * time.Minute
+	if cfg.TimeLimit <= 0 {
+		cfg.TimeLimit = 15 * time.Minute
 	}
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, cfg.Budget)
+	ctx, cancel := context.WithTimeout(ctx, cfg.TimeLimit)
 	defer cancel()
 	res := Result{From: len(steps)}
 	var first time.Duration
 	if len(steps) > 0 {
 		first = steps[0].At
 	}
-	// fails runs c (aligned) up to cfg.Runs times and reports whether it failed, and how
+	// fails runs c (aligned) up to cfg.Repeat times and reports whether it failed, and how
 	// many of its faults came before the first violation of the failing run.
 	fails := func(c []nemesis.Step) (bool, int, error) {
 		c = Align(c, first)
-		for range cfg.Runs {
+		for range cfg.Repeat {
 			if ctx.Err() != nil {
 				return false, 0, ctx.Err()
 			}

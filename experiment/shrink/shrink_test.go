@@ -40,7 +40,7 @@ func failsWith(need ...time.Duration) (Oracle, *int) {
 
 func TestMinimizeFindsTheOneFault(t *testing.T) {
 	run, _ := failsWith(7 * time.Second)
-	res, err := Minimize(context.Background(), schedule(12), Config{Runs: 2}, run)
+	res, err := Minimize(context.Background(), schedule(12), Config{Repeat: 2}, run)
 	if err != nil || res.From != 12 || res.To != 1 || res.Steps[0].Params.Magnitude != 7 || res.Steps[0].At != 0 || res.OutOfTime {
 		t.Fatalf("%+v, %v; want the fault at 7s alone", res, err)
 	}
@@ -48,7 +48,7 @@ func TestMinimizeFindsTheOneFault(t *testing.T) {
 
 func TestMinimizeFindsTwoFaults(t *testing.T) {
 	run, _ := failsWith(2*time.Second, 9*time.Second)
-	res, err := Minimize(context.Background(), schedule(12), Config{Runs: 2}, run)
+	res, err := Minimize(context.Background(), schedule(12), Config{Repeat: 2}, run)
 	if err != nil || res.To != 2 || res.Steps[0].Params.Magnitude != 2 || res.Steps[1].Params.Magnitude != 9 || res.Steps[1].At-res.Steps[0].At != 7*time.Second {
 		t.Fatalf("%+v, %v; want the faults at 2s and 9s", res, err)
 	}
@@ -56,13 +56,13 @@ func TestMinimizeFindsTwoFaults(t *testing.T) {
 
 func TestMinimizeNotReproduced(t *testing.T) {
 	never := func(context.Context, []nemesis.Step) (Run, error) { return Run{}, nil }
-	if _, err := Minimize(context.Background(), schedule(4), Config{Runs: 3}, never); !errors.Is(err, ErrNotReproduced) {
+	if _, err := Minimize(context.Background(), schedule(4), Config{Repeat: 3}, never); !errors.Is(err, ErrNotReproduced) {
 		t.Fatalf("err %v, want ErrNotReproduced", err)
 	}
 }
 
 // Out of time, the smallest failing schedule found so far stands.
-func TestMinimizeBudget(t *testing.T) {
+func TestMinimizeTimeLimit(t *testing.T) {
 	slow := func(ctx context.Context, steps []nemesis.Step) (Run, error) {
 		select {
 		case <-ctx.Done():
@@ -71,7 +71,7 @@ func TestMinimizeBudget(t *testing.T) {
 		}
 		return Run{Failed: true, Dir: "dir"}, nil
 	}
-	res, err := Minimize(context.Background(), schedule(64), Config{Runs: 1, Budget: 70 * time.Millisecond}, slow)
+	res, err := Minimize(context.Background(), schedule(64), Config{Repeat: 1, TimeLimit: 70 * time.Millisecond}, slow)
 	if err != nil || !res.OutOfTime || res.To == 0 || res.To >= 64 {
 		t.Fatalf("%+v, %v; want a partial result, out of time", res, err)
 	}
@@ -90,7 +90,7 @@ func TestMinimizeTrimsAfterTheFirstViolation(t *testing.T) {
 		}
 		return Run{}, nil
 	}
-	res, err := Minimize(context.Background(), schedule(12), Config{Runs: 1}, run)
+	res, err := Minimize(context.Background(), schedule(12), Config{Repeat: 1}, run)
 	if err != nil || res.To != 1 || res.Steps[0].Params.Magnitude != 2 {
 		t.Fatalf("%+v, %v; want the third fault alone", res, err)
 	}

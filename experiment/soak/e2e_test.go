@@ -41,7 +41,7 @@ func TestSoakEndToEnd(t *testing.T) {
 	bin := testbin.Fenceline(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "soak", "--runs", "2", "--duration", "5s", "--seed0", "7", "--out", out)
+	cmd := exec.Command(bin, "soak", "--seeds", "2", "--duration", "5s", "--seed", "7", "--out", out)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
@@ -69,7 +69,7 @@ func TestSoakEndToEnd(t *testing.T) {
 	// Resume: everything is finished, nothing runs again.
 	stdout.Reset()
 	stderr.Reset()
-	cmd = exec.Command(bin, "soak", "--runs", "2", "--duration", "5s", "--seed0", "7", "--out", out, "--shard", "2/2")
+	cmd = exec.Command(bin, "soak", "--seeds", "2", "--duration", "5s", "--seed", "7", "--out", out, "--shard", "2/2")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start = time.Now()
 	if err := cmd.Run(); err != nil {
@@ -96,7 +96,7 @@ func TestSoakInterrupt(t *testing.T) {
 	bin := testbin.Fenceline(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "soak", "--runs", "3", "--duration", "30s", "--out", out)
+	cmd := exec.Command(bin, "soak", "--seeds", "3", "--duration", "30s", "--out", out)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
