@@ -60,8 +60,9 @@ type Record struct {
 	// RedisPeakMemory is Redis's used_memory_peak in bytes (run.json). 0: unknown.
 	RunnerPeakRSS   int64 `json:"runner_peak_rss_bytes"`
 	RedisPeakMemory int64 `json:"redis_peak_memory_bytes"`
-	// Events is the final cursor (events ingested); SinkEvents the sink's length;
-	// Lost and Duplicated the events missing from or repeated in the sink.
+	// Events counts the events the run ingested (the final cursor less the start
+	// cursor); SinkEvents is the sink's length; Lost and Duplicated are the events
+	// missing from or repeated in the sink, counted from the start cursor.
 	Events            int64 `json:"events"`
 	SinkEvents        int64 `json:"sink_events"`
 	Lost              int64 `json:"lost"`
@@ -115,12 +116,10 @@ func (r *Record) fill(dir string) {
 		r.Failover = []reports.Failover{}
 	}
 	if st := res.Store; st != nil {
-		r.Events, r.SinkEvents = st.Cursor, int64(st.SinkEvents)
+		// Counted from the run's start cursor, as results.json counts the sink: a
+		// boundary start puts the cursor near 2^53 before the first event.
+		r.Events, r.SinkEvents = st.Cursor-res.Run.StartCursor, int64(st.SinkEvents)
 		r.Lost, r.Duplicated = int64(st.SinkLost), int64(st.SinkDuplicated)
-	}
-	if exactlyOnceValid(res.Checks) {
-		// The checker found the sink to be events 1..cursor once each.
-		r.Lost, r.Duplicated = 0, 0
 	}
 	switch {
 	case res.Run.Interrupted != "":
@@ -138,15 +137,6 @@ func (r *Record) fill(dir string) {
 			r.RedisPeakMemory = info.RedisPeakMemory
 		}
 	}
-}
-
-func exactlyOnceValid(cs []reports.Check) bool {
-	for _, c := range cs {
-		if c.Name == checker.CheckExactlyOnce {
-			return c.Verdict == checker.Valid
-		}
-	}
-	return false
 }
 
 // runDirIn returns the one run directory inside a slot: a directory (not the "latest"

@@ -112,6 +112,28 @@ func TestLoadAndSummarize(t *testing.T) {
 
 // The exit-code rule: invalid wins over everything, unknown (or a missing run) over
 // valid; valid only when every expected run is there and valid.
+// A run that began at a boundary start counts its events and its lost and duplicated
+// ones from its start cursor, as results.json does: it ingested 40 events, not 2^53,
+// and lost none. (soak once hid results.json's 2,147,483,647 lost events of such a run
+// by zeroing them whenever exactly-once passed.)
+func TestBoundaryStartCounts(t *testing.T) {
+	out := t.TempDir()
+	const start = int64(1)<<53 - 10
+	WriteTestSlot(t, out, 0, 2, 1, TestRun{StartCursor: start, Cursor: start + 40}, true)
+	WriteTestSlot(t, out, 1, 2, 1, TestRun{Verdict: checker.Invalid, StartCursor: start, Cursor: start + 4,
+		Sink: []int64{start + 1, start + 1, start + 4}}, true)
+	runs, err := LoadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runs[0]; r.Events != 40 || r.Lost != 0 || r.Duplicated != 0 {
+		t.Errorf("valid run from %d: events %d lost %d duplicated %d; want 40, 0, 0", start, r.Events, r.Lost, r.Duplicated)
+	}
+	if r := runs[1]; r.Events != 4 || r.Lost != 2 || r.Duplicated != 1 {
+		t.Errorf("invalid run from %d: events %d lost %d duplicated %d; want 4, 2, 1", start, r.Events, r.Lost, r.Duplicated)
+	}
+}
+
 func TestVerdictRule(t *testing.T) {
 	rec := func(i int, v checker.Verdict) Record {
 		r := unknownRun(i, int64(i+1))

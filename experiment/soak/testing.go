@@ -17,9 +17,11 @@ import (
 type TestRun struct {
 	// Verdict is the checker's verdict. Default Valid.
 	Verdict checker.Verdict
-	// Cursor is the final cursor; Sink the sink (default: events 1..Cursor once each).
-	Cursor int64
-	Sink   []int64
+	// StartCursor is where the run's cursor began (a boundary start); Cursor the final
+	// cursor; Sink the sink (default: events StartCursor+1..Cursor once each).
+	StartCursor int64
+	Cursor      int64
+	Sink        []int64
 	// LeaderChanges and Failover are the checker's figures.
 	LeaderChanges int
 	Failover      []checker.FailoverStats
@@ -38,7 +40,7 @@ func WriteTestRun(tb testing.TB, dir string, seed int64, tr TestRun) {
 	}
 	sink := tr.Sink
 	if sink == nil {
-		for i := int64(1); i <= tr.Cursor; i++ {
+		for i := tr.StartCursor + 1; i <= tr.Cursor; i++ {
 			sink = append(sink, i)
 		}
 	}
@@ -47,7 +49,8 @@ func WriteTestRun(tb testing.TB, dir string, seed int64, tr TestRun) {
 		Info: history.RunInfo{Seed: seed, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "local",
 			Nemeses: []string{"kill"}, LeaseTTL: 2 * time.Second, Duration: 5 * time.Second, Start: start,
 			HealTime: start + int64(5*time.Second), End: start + int64(6*time.Second), Persistence: true,
-			Election: "fenceline", Interrupted: tr.Interrupted, RedisPeakMemory: tr.RedisPeakMemory},
+			Election: "fenceline", Interrupted: tr.Interrupted, RedisPeakMemory: tr.RedisPeakMemory,
+			StartCursor: tr.StartCursor},
 		Store: &history.Store{Cursor: tr.Cursor, MaxToken: 2, TokenCounter: 2, Sink: sink, Balances: map[string]int64{}},
 	}
 	eo := checker.CheckResult{Name: checker.CheckExactlyOnce, Verdict: tr.Verdict, Message: "synthetic"}
