@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	st := &state{id: cfg.ID, variant: cfg.Variant, chaos: cfg.Chaos, lease: cfg.Lease,
+	st := &state{id: cfg.ID, variant: cfg.Variant, target: cmp.Or(cfg.Target, targets.Reference), chaos: cfg.Chaos, lease: cfg.Lease,
 		health: newHealth(2*cfg.Lease, logger)}
 
 	var rec *history.Recorder

@@ -19,8 +19,8 @@ import (
 
 // state is what /status and /health report.
 type state struct {
-	id, variant string
-	chaos       bool
+	id, variant, target string
+	chaos               bool
 	// elector is set once the elector exists, while the control endpoint already
 	// serves; nil for the register workload.
 	elector atomic.Pointer[leaderView]
@@ -55,6 +55,7 @@ type Status struct {
 	Leader   string `json:"leader,omitempty"` // last leader this node saw
 	Cursor   int64  `json:"cursor"`
 	Variant  string `json:"variant"`
+	Target   string `json:"target"` // the design under test: "reference", or a lock library's target (package targets)
 	Chaos    bool   `json:"chaos"`
 	Commits  int64  `json:"commits"`
 	Rejected int64  `json:"rejected"`
@@ -65,7 +66,7 @@ type Status struct {
 
 func (s *state) status() Status {
 	st := Status{
-		ID: s.id, Role: string(election.RoleFollower), Variant: s.variant, Chaos: s.chaos,
+		ID: s.id, Role: string(election.RoleFollower), Variant: s.variant, Target: s.target, Chaos: s.chaos,
 		Cursor: s.cursor.Load(), Commits: s.commits.Load(), Rejected: s.rejected.Load(),
 	}
 	if e := s.historyErr.Load(); e != nil {

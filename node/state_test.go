@@ -33,3 +33,12 @@ func TestStatusReportsHistoryError(t *testing.T) {
 		t.Errorf("/health %d %s", code, body)
 	}
 }
+
+// /status names the design under test: a node running a lock library's target says so,
+// not only its variant (which is "reference" for every target).
+func TestStatusNamesTarget(t *testing.T) {
+	st := &state{id: "n1", variant: "reference", target: "redsync-fenced", health: newHealth(time.Minute, nil)}
+	if got := st.status(); got.Target != "redsync-fenced" || got.Variant != "reference" {
+		t.Errorf("status %+v: want target redsync-fenced, variant reference", got)
+	}
+}

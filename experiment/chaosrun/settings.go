@@ -54,7 +54,7 @@ func (st *Settings) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&st.Budget, "budget", "", "failover budget: the run fails (exit 1) when a window statistic exceeds it, FAULT.STAT=DURATION comma-separated, STAT p50, p90, p99 or max (e.g. kill.p99=2.5s,stop.p99=50ms)")
 	fs.Int64Var(&st.StartToken, "start-token", -1, "start the token counter here (the first token is one more); -1: near a boundary chosen by the seed (2 below 10, 100, 10^9, 10^10 or 10^16)")
 	fs.Int64Var(&st.StartCursor, "start-cursor", -1, "start the cursor here (the first event ingested is one more); -1: near a boundary chosen by the seed (0, 9, 99, 2^31, 2^32, 2^53, up to 1000 below)")
-	fs.StringVar(&st.Redis.Topology, "redis-topology", backend.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each); local backend")
+	fs.StringVar(&st.Redis.Topology, "redis-topology", backend.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each), on either backend")
 	fs.IntVar(&st.Redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel, cluster: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
 	fs.IntVar(&st.Redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel, cluster: seconds, with --min-replicas-to-write")
 	fs.IntVar(&st.RedisWait, "redis-wait", 0, "sentinel, cluster: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
