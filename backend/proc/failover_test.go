@@ -20,11 +20,7 @@ import (
 	"github.com/fenceline/fenceline/source"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // The failover drills that operators run by hand, automated over real node processes.
 // Each asserts, from the store's own audit stream and the nodes' histories, that one

@@ -40,7 +40,15 @@ func Fenceline(tb testing.TB) string {
 	return path
 }
 
-// Cleanup removes the binary; call it from TestMain after m.Run.
+// Main is the whole TestMain of a package whose tests use Fenceline: it runs the tests,
+// removes the binary (Cleanup) and exits with the tests' code.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the binary; call it from TestMain after m.Run (Main does).
 func Cleanup() {
 	if path != "" {
 		os.RemoveAll(filepath.Dir(path))
