@@ -94,12 +94,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pick := opts.Port == 0
-	if pick {
-		if opts.Port, err = freeport.Get(); err != nil {
-			return nil, err
-		}
-	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -129,19 +123,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.start(ctx)
-		if err == nil {
-			return s, nil
-		}
-		// A port picked here can still be taken before postgres binds it.
-		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
-			return nil, err
-		}
-		if s.port, err = freeport.Get(); err != nil {
-			return nil, err
-		}
+	err = freeport.Start(opts.Port, func(port int) error {
+		s.port = port
+		return s.start(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 func initdb(ctx context.Context, bin, data string, cred *syscall.Credential, extra ...string) error {

@@ -93,25 +93,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("redisserver: %w", err)
 	}
-	pick := opts.Port == 0
-	for attempt := 1; ; attempt++ {
-		if pick {
-			p, err := FreePort()
-			if err != nil {
-				return nil, err
-			}
-			opts.Port = p
-		}
-		s := &Server{opts: opts, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
-		err := s.Restart(ctx)
-		if err == nil {
-			return s, nil
-		}
-		// A port this package picked can still be taken before redis-server binds it.
-		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
-			return nil, err
-		}
+	var s *Server
+	err = freeport.Start(opts.Port, func(port int) error {
+		o := opts
+		o.Port = port
+		s = &Server{opts: o, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		return s.Restart(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 // Addr is host:port of the server.
