@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/internal/freeport"
+	"github.com/fenceline/fenceline/internal/testbin"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -399,6 +400,20 @@ func New(tb testing.TB) *Server {
 		os.RemoveAll(dir)
 	})
 	return s
+}
+
+// Main is the whole TestMain of a test binary whose tests share one server (examples
+// take no testing.TB): it starts the server, sets *url to its URL, runs the tests,
+// kills the server and exits (testbin.MainWith).
+func Main(m *testing.M, url *string) {
+	testbin.MainWith(m, func(dir string) (func(), error) {
+		s, err := Start(context.Background(), Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		*url = s.URL()
+		return s.Kill, nil
+	})
 }
 
 func tail(b []byte, n int) string {

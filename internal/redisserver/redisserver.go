@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/internal/freeport"
+	"github.com/fenceline/fenceline/internal/testbin"
 )
 
 // ErrNotInstalled is returned when no redis-server binary can be found.
@@ -290,6 +291,20 @@ func NewWith(tb testing.TB, opts Options) *Server {
 	}
 	tb.Cleanup(s.Kill)
 	return s
+}
+
+// Main is the whole TestMain of a test binary whose tests share one persistent server
+// (examples take no testing.TB): it starts the server, sets *addr to its address, runs
+// the tests, kills the server and exits (testbin.MainWith).
+func Main(m *testing.M, addr *string) {
+	testbin.MainWith(m, func(dir string) (func(), error) {
+		s, err := Start(context.Background(), Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		*addr = s.Addr()
+		return s.Kill, nil
+	})
 }
 
 func tail(b []byte, n int) string {
