@@ -123,12 +123,8 @@ func wantFollower(t testing.TB, c *proc.Backend, id, what string) {
 func verify(t testing.TB, c *proc.Backend) *history.Store {
 	t.Helper()
 	ctx := context.Background()
-	for _, id := range c.Nodes() {
-		if c.Running(id) {
-			if err := c.StopNode(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := backend.StopAll(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 	st, err := harness.ReadStore(ctx, c.RedisAddr(), "")
 	if err != nil {
