@@ -3,7 +3,6 @@
 package listener
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +35,7 @@ func TestListenerFailpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, l, 1)
-	waitFor(t, 60*time.Second, "the feed ingested", func() bool { return loadCursor(t, store) == total })
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err := runUntil(t, l, 60*time.Second, "the feed ingested", func() bool { return loadCursor(t, store) == total }); err != nil {
 		t.Fatal(err)
 	}
 	st := readState(t, c, "fp")
