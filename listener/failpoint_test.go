@@ -25,13 +25,9 @@ func TestListenerFailpoints(t *testing.T) {
 		}
 	}
 	t.Cleanup(failpoint.DisarmAll)
-	_, c := newRedis(t)
-	rec := &recording{}
-	store := newStore(t, c, RedisConfig[source.Event]{Name: "fp", Recorder: rec})
-	m := newCountingMetrics(total)
-	src := &memSource{}
-	src.avail.Store(total)
-	l, err := New(Config[source.Event]{Store: store, Source: src, Metrics: m, BatchSize: 10, PollInterval: 10 * time.Millisecond})
+	in := newIngestion(t, "fp", total)
+	c, rec, store := in.c, in.rec, in.store
+	l, err := New(Config[source.Event]{Store: store, Source: in.src, Metrics: in.m, BatchSize: 10, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,13 +158,9 @@ func TestRunSurvivesUnknownOutcomes(t *testing.T) {
 // effects included, and records each request.
 func TestListenerIngestsIntoRedis(t *testing.T) {
 	const total = 3000
-	_, c := newRedis(t)
-	rec := &recording{}
-	store := newStore(t, c, RedisConfig[source.Event]{Name: "ingest", Recorder: rec})
-	m := newCountingMetrics(total)
-	src := &memSource{}
-	src.avail.Store(total)
-	l, err := New(Config[source.Event]{Store: store, Source: src, Metrics: m})
+	in := newIngestion(t, "ingest", total)
+	c, rec, m := in.c, in.rec, in.m
+	l, err := New(Config[source.Event]{Store: in.store, Source: in.src, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
