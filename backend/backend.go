@@ -62,6 +62,27 @@ type StatusReader interface {
 	NodeStatus(ctx context.Context, id string) (node.Status, error)
 }
 
+// NodeStopper is what StopAll needs of a backend.
+type NodeStopper interface {
+	Nodes() []string
+	Running(id string) bool
+	StopNode(ctx context.Context, id string) error
+}
+
+// StopAll stops every running node of c gracefully (StopNode), one after the other, and
+// waits for each. It tries them all and returns what failed, joined.
+func StopAll(ctx context.Context, c NodeStopper) error {
+	var errs []error
+	for _, id := range c.Nodes() {
+		if c.Running(id) {
+			if err := c.StopNode(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Errors of cluster operations.
 var (
 	ErrUnknownNode = errors.New("cluster: unknown node")

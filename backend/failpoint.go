@@ -26,27 +26,12 @@ func DeleteFailpoints(ctx context.Context, control string) error {
 // FailpointHits reads how many times each failpoint of the node whose control endpoint
 // is control has run an action since the process began (GET /failpoint).
 func FailpointHits(ctx context.Context, control string) (map[string]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+control+"/failpoint", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: failpoint: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("cluster: failpoint: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
 	var states []struct {
 		Name string `json:"name"`
 		Hits int64  `json:"hits"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&states); err != nil {
-		return nil, fmt.Errorf("cluster: failpoint: %w", err)
+	if err := controlDo(ctx, "failpoint", 2*time.Second, http.MethodGet, "http://"+control+"/failpoint", "", &states); err != nil {
+		return nil, err
 	}
 	hits := make(map[string]int64, len(states))
 	for _, s := range states {
@@ -62,6 +47,12 @@ func failpointRequest(ctx context.Context, method, url, body string) error {
 // controlRequest sends one request to a control API of the harness (a node's control
 // endpoint, the bus relays) and wants 200; what names the API in errors.
 func controlRequest(ctx context.Context, what string, timeout time.Duration, method, url, body string) error {
+	return controlDo(ctx, what, timeout, method, url, body, nil)
+}
+
+// controlDo is controlRequest that decodes the reply's JSON (up to 1 MiB) into out, if
+// out is not nil.
+func controlDo(ctx context.Context, what string, timeout time.Duration, method, url, body string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
@@ -73,7 +64,13 @@ func controlRequest(ctx context.Context, what string, timeout time.Duration, met
 		return fmt.Errorf("cluster: %s: %w", what, err)
 	}
 	defer resp.Body.Close()
-	return controlAnswer(what, resp)
+	if err := controlAnswer(what, resp); err != nil || out == nil {
+		return err
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
+		return fmt.Errorf("cluster: %s: %w", what, err)
+	}
+	return nil
 }
 
 // ErrNoHook is matched (errors.Is) by the error of a fault hook the node does not have:

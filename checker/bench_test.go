@@ -308,17 +308,12 @@ func coarseRegisterRun(seed uint64, nclients, nops int, q time.Duration) *histor
 		s.events[i].Time = round(s.events[i].Time)
 	}
 	history.SortByTime(s.events)
-	st := &history.Store{Cursor: s.st.cursor, MaxToken: s.st.maxTok, TokenCounter: s.st.counter,
-		Sink: s.st.sink, Balances: s.st.bal, Audit: s.st.audit}
-	if st.Sink == nil {
-		st.Sink = []int64{}
-	}
 	return &history.Run{
 		Info: history.RunInfo{Seed: int64(seed), Nodes: s.nodes, Workload: "register", Backend: "sim",
 			Nemeses: []string{}, LeaseTTL: 2 * time.Second, Start: round(s.start), HealTime: round(s.start) + 1,
 			End: round(s.now) + int64(q), Persistence: true, Election: "sim"},
 		Events: history.Pack(s.events),
-		Store:  st,
+		Store:  s.st.final(),
 	}
 }
 
@@ -363,22 +358,7 @@ func TestCoarseClockRegister(t *testing.T) {
 	t.Logf("%d operations, 16 ms clock: %s in %v", n, c.Message, time.Since(t0).Round(time.Millisecond))
 	// The same run with a stale read is invalid: a load late in the run returns what
 	// a load early in the run returned.
-	var early, stale *history.Event
-	evs := run.Events.All()
-	for i := range evs {
-		e := &evs[i]
-		if e.Kind != history.KindLoad || e.Type != history.OK || e.Cursor == 0 {
-			continue
-		}
-		if early == nil {
-			early = e
-		} else if i > len(evs)/2 {
-			e.Cursor, e.Token = early.Cursor, early.Token
-			stale = e
-			break
-		}
-	}
-	run.Events = history.Pack(evs)
+	stale := staleRead(t, run)
 	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package checker
 import (
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -73,18 +72,8 @@ func TestChainAgreesWithPorcupine(t *testing.T) {
 // longer spans than randomHistory.
 func registerHistory(rng *rand.Rand, n int) ([]linOp, regState) {
 	init := regState{cursor: rng.Int64N(5), token: rng.Int64N(3)}
-	type gen struct {
-		lin int64
-		op  linOp
-	}
 	span := int64(n) * (1 + rng.Int64N(6))
-	gs := make([]gen, n)
-	for i := range gs {
-		call := rng.Int64N(span + 1)
-		dur := rng.Int64N(2 + rng.Int64N(int64(n)*3))
-		gs[i] = gen{lin: call + rng.Int64N(dur+1), op: linOp{call: call, ret: call + dur, node: int32(rng.IntN(6))}}
-	}
-	slices.SortFunc(gs, func(a, b gen) int { return cmpInt(a.lin, b.lin) })
+	gs := windows(rng, n, span, 6, func() int64 { return rng.Int64N(2 + rng.Int64N(int64(n)*3)) })
 	st := init
 	counter := init.token
 	seen := []regState{init} // states a client may have loaded earlier
@@ -107,46 +96,14 @@ func registerHistory(rng *rand.Rand, n int) ([]linOp, regState) {
 			tok = counter
 		}
 		o.commit, o.token, o.a, o.b = true, tok, base.cursor, base.cursor+1+rng.Int64N(4)
-		can := tok >= st.token && o.a == st.cursor
-		switch {
-		case can:
-			o.out = outOK
-		case tok < st.token:
-			o.out = outStale
-		default:
-			o.out = outConflict
-		}
-		switch r := rng.IntN(10); {
-		case r < 2:
-			o.out, o.ret = outUnknown, never
-		case r < 3 && can:
-			o.out, o.ret, can = outUnknown, never, false
-		case r < 4 && can:
-			o.ret = never
-		}
-		if can {
-			st = regState{cursor: o.b, token: tok}
-		}
+		st = settle(rng, &o, st, 10, [3]int{2, 3, 4})
 		ops = append(ops, o)
 	}
-	if rng.IntN(3) == 0 {
-		o := &ops[rng.IntN(len(ops))]
-		switch {
-		case !o.commit && rng.IntN(2) == 0:
-			o.a += []int64{-1, 1}[rng.IntN(2)]
-		case !o.commit:
-			o.b += []int64{-1, 1}[rng.IntN(2)]
-		default:
-			o.out = []outcome{outOK, outStale, outConflict, outUnknown}[rng.IntN(4)]
-		}
-	}
+	corruptOne(rng, ops, 3, []outcome{outOK, outStale, outConflict, outUnknown})
 	if rng.IntN(2) == 0 {
 		coarsen(ops, 1+rng.Int64N(int64(n)))
 	}
-	slices.SortStableFunc(ops, func(a, b linOp) int { return cmpInt(a.call, b.call) })
-	for i := range ops {
-		ops[i].src = int32(i)
-	}
+	numbered(ops)
 	return ops, init
 }
 

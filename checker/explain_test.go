@@ -17,6 +17,13 @@ import (
 func staleCoarseRun(t *testing.T) (*history.Run, history.Event) {
 	t.Helper()
 	run := coarseRegisterRun(7, 8, 4_000, 16*time.Millisecond)
+	return run, staleRead(t, run)
+}
+
+// staleRead makes the first ok load past the middle of run return what its first ok
+// load of a cursor above 0 returned, and returns the corrupted load.
+func staleRead(t *testing.T, run *history.Run) history.Event {
+	t.Helper()
 	evs := run.Events.All()
 	var early, stale *history.Event
 	for i := range evs {
@@ -36,7 +43,7 @@ func staleCoarseRun(t *testing.T) (*history.Run, history.Event) {
 		t.Fatal("no load to corrupt")
 	}
 	run.Events = history.Pack(evs)
-	return run, *stale
+	return *stale
 }
 
 // TestChainViolationExplained: when the chain decision proves a violation that porcupine

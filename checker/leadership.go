@@ -36,59 +36,21 @@ func (p *parsed) runEnd() int64 {
 // sign of life (its last ok renew or accepted commit), or at the end of the run if that
 // sign came within one lease TTL of the end (the node was still leading).
 func terms(p *parsed) []Term {
-	type marker struct {
-		time   int64
-		token  int64 // 0: any term of the node; -1: the node's next acquire
-		reason string
-		seq    int // the order markers were found in: the first of equal times wins
-	}
 	// A term ends at the earliest marker of its node at or after its start that is for
 	// any term (token <= 0) or for its token; an acquire at the very start is its own.
 	// Markers are sorted per node (and per node and token), so each term is found by
 	// binary search: O(n log n) however many terms a node has.
-	type key struct {
-		node  int32
-		token int64
-	}
 	generic := map[int32][]marker{}
-	specific := map[key][]marker{}
+	specific := map[termKey][]marker{}
 	seq := 0
-	add := func(node int32, m marker) {
+	acquires, lastLife := termMarkers(p, func(node int32, m marker) {
 		m.seq, seq = seq, seq+1
 		if m.token > 0 {
-			specific[key{node, m.token}] = append(specific[key{node, m.token}], m)
+			specific[termKey{node, m.token}] = append(specific[termKey{node, m.token}], m)
 		} else {
 			generic[node] = append(generic[node], m)
 		}
-	}
-	for _, s := range p.stepDowns {
-		r := "step-down"
-		if s.reason != "" {
-			r += ": " + s.reason
-		}
-		add(s.node, marker{time: s.time, token: s.token, reason: r})
-	}
-	var acquires []elOp
-	lastLife := map[[2]int64]int64{} // (node, token) -> last renew ok
-	for _, l := range p.el {
-		switch {
-		case l.kind == history.KindAcquire && l.typ == history.OK:
-			acquires = append(acquires, l)
-		case l.kind == history.KindRelease:
-			add(l.node, marker{time: l.call, token: l.token, reason: "release"})
-		case l.kind == history.KindRenew && l.typ == history.OK:
-			k := [2]int64{int64(l.node), l.token}
-			lastLife[k] = max(lastLife[k], l.ret)
-		}
-	}
-	for _, f := range p.faults {
-		if i, ok := p.nodeIdx[f.node]; ok && !f.failed && isNodeDeath(f.kind) {
-			add(i, marker{time: f.inject, reason: f.kind})
-		}
-	}
-	for _, a := range acquires {
-		add(a.node, marker{time: a.ret, token: -1}) // next acquire; -1: never this term's
-	}
+	})
 	byTime := func(a, b marker) int { return cmp.Or(cmpInt(a.time, b.time), cmp.Compare(a.seq, b.seq)) }
 	// notAcq[n][i] is the first index >= i of generic[n] that is not an acquire.
 	notAcq := map[int32][]int32{}
@@ -110,8 +72,7 @@ func terms(p *parsed) []Term {
 	first := func(ms []marker, t int64) int { // first index with time >= t
 		return sort.Search(len(ms), func(i int) bool { return ms[i].time >= t })
 	}
-	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
-	idx := map[key]int{}
+	idx := map[termKey]int{}
 	out := make([]Term, 0, len(acquires))
 	for _, a := range acquires {
 		t := Term{Node: p.nodes[a.node], Token: a.token, Start: a.ret, End: -1}
@@ -137,7 +98,7 @@ func terms(p *parsed) []Term {
 			}
 		}
 		if a.token > 0 {
-			if ms := specific[key{a.node, a.token}]; len(ms) > 0 {
+			if ms := specific[termKey{a.node, a.token}]; len(ms) > 0 {
 				if i := first(ms, t.Start); i < len(ms) {
 					consider(&ms[i])
 				}
@@ -149,15 +110,73 @@ func terms(p *parsed) []Term {
 				t.EndReason = "next-acquire"
 			}
 		}
-		idx[key{a.node, a.token}] = len(out)
+		idx[termKey{a.node, a.token}] = len(out)
 		out = append(out, t)
 	}
+	closeTerms(p, out, idx, lastLife)
+	return out
+}
+
+// marker is a sign that a node's term ended.
+type marker struct {
+	time   int64
+	token  int64 // 0: any term of the node; -1: the node's next acquire
+	reason string
+	seq    int // the order markers were found in: the first of equal times wins
+}
+
+// termKey names a term: its node's index and its token.
+type termKey struct {
+	node  int32
+	token int64
+}
+
+// termMarkers passes add every end marker of p (step-downs, releases, node deaths, the
+// next acquires), in the order that decides between markers of equal time. It returns
+// the ok acquires, which start the terms, sorted by return, and the last ok renew of
+// each (node, token).
+func termMarkers(p *parsed, add func(node int32, m marker)) (acquires []elOp, lastLife map[[2]int64]int64) {
+	for _, s := range p.stepDowns {
+		r := "step-down"
+		if s.reason != "" {
+			r += ": " + s.reason
+		}
+		add(s.node, marker{time: s.time, token: s.token, reason: r})
+	}
+	lastLife = map[[2]int64]int64{} // (node, token) -> last renew ok
+	for _, l := range p.el {
+		switch {
+		case l.kind == history.KindAcquire && l.typ == history.OK:
+			acquires = append(acquires, l)
+		case l.kind == history.KindRelease:
+			add(l.node, marker{time: l.call, token: l.token, reason: "release"})
+		case l.kind == history.KindRenew && l.typ == history.OK:
+			k := [2]int64{int64(l.node), l.token}
+			lastLife[k] = max(lastLife[k], l.ret)
+		}
+	}
+	for _, f := range p.faults {
+		if i, ok := p.nodeIdx[f.node]; ok && !f.failed && isNodeDeath(f.kind) {
+			add(i, marker{time: f.inject, reason: f.kind})
+		}
+	}
+	for _, a := range acquires {
+		add(a.node, marker{time: a.ret, token: -1}) // next acquire; -1: never this term's
+	}
+	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
+	return acquires, lastLife
+}
+
+// closeTerms counts each term's accepted commits (idx: a term's index in out) and ends
+// the terms that no marker ended: at their last sign of life, or at the end of the run
+// if that came within one lease TTL of it.
+func closeTerms(p *parsed, out []Term, idx map[termKey]int, lastLife map[[2]int64]int64) {
 	for i := range p.ops {
 		o := &p.ops[i]
 		if !acceptedCommit(o) || o.ret == never {
 			continue
 		}
-		j, ok := idx[key{o.node, o.token}]
+		j, ok := idx[termKey{o.node, o.token}]
 		if !ok {
 			continue
 		}
@@ -181,7 +200,6 @@ func terms(p *parsed) []Term {
 			t.End, t.EndReason = last, "last-activity"
 		}
 	}
-	return out
 }
 
 // maxOverlaps bounds the overlaps listed: each is a pair of terms, and a crafted

@@ -10,49 +10,15 @@ import (
 	"github.com/fenceline/fenceline/history"
 )
 
-// The quadratic terms and overlaps this package used before, kept as the reference.
+// The quadratic end search and overlaps this package used before, kept as the
+// reference: the markers, the commits and the ends of unended terms are terms' own.
 
 func termsQuadratic(p *parsed) []Term {
-	type marker struct {
-		time   int64
-		token  int64 // 0: any term of the node
-		reason string
-	}
 	markers := map[int32][]marker{}
-	for _, s := range p.stepDowns {
-		r := "step-down"
-		if s.reason != "" {
-			r += ": " + s.reason
-		}
-		markers[s.node] = append(markers[s.node], marker{s.time, s.token, r})
-	}
-	var acquires []elOp
-	lastLife := map[[2]int64]int64{} // (node, token) -> last renew ok
-	for _, l := range p.el {
-		switch {
-		case l.kind == history.KindAcquire && l.typ == history.OK:
-			acquires = append(acquires, l)
-		case l.kind == history.KindRelease:
-			markers[l.node] = append(markers[l.node], marker{l.call, l.token, "release"})
-		case l.kind == history.KindRenew && l.typ == history.OK:
-			k := [2]int64{int64(l.node), l.token}
-			lastLife[k] = max(lastLife[k], l.ret)
-		}
-	}
-	for _, f := range p.faults {
-		if i, ok := p.nodeIdx[f.node]; ok && !f.failed && isNodeDeath(f.kind) {
-			markers[i] = append(markers[i], marker{f.inject, 0, f.kind})
-		}
-	}
-	for _, a := range acquires {
-		markers[a.node] = append(markers[a.node], marker{a.ret, -1, ""}) // next acquire; -1: never this term's
-	}
-	slices.SortStableFunc(acquires, func(a, b elOp) int { return cmpInt(a.ret, b.ret) })
-	type key struct {
-		node  int32
-		token int64
-	}
-	idx := map[key]int{}
+	acquires, lastLife := termMarkers(p, func(node int32, m marker) {
+		markers[node] = append(markers[node], m)
+	})
+	idx := map[termKey]int{}
 	out := make([]Term, 0, len(acquires))
 	for _, a := range acquires {
 		t := Term{Node: p.nodes[a.node], Token: a.token, Start: a.ret, End: -1}
@@ -70,38 +36,10 @@ func termsQuadratic(p *parsed) []Term {
 				t.End, t.EndReason = m.time, m.reason
 			}
 		}
-		idx[key{a.node, a.token}] = len(out)
+		idx[termKey{a.node, a.token}] = len(out)
 		out = append(out, t)
 	}
-	for i := range p.ops {
-		o := &p.ops[i]
-		if !acceptedCommit(o) || o.ret == never {
-			continue
-		}
-		j, ok := idx[key{o.node, o.token}]
-		if !ok {
-			continue
-		}
-		t := &out[j]
-		t.Commits++
-		if t.FirstCommit == 0 || o.ret < t.FirstCommit {
-			t.FirstCommit = o.ret
-		}
-		t.LastCommit = max(t.LastCommit, o.ret)
-	}
-	end, ttl := p.runEnd(), p.run.Info.LeaseTTL
-	for i := range out {
-		t := &out[i]
-		if t.End >= 0 {
-			continue
-		}
-		last := max(t.Start, t.LastCommit, lastLife[[2]int64{int64(p.nodeIdx[t.Node]), t.Token}])
-		if ttl <= 0 || time.Duration(end-last) <= ttl {
-			t.End, t.EndReason = max(end, last), "run-end"
-		} else {
-			t.End, t.EndReason = last, "last-activity"
-		}
-	}
+	closeTerms(p, out, idx, lastLife)
 	return out
 }
 

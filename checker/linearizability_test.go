@@ -57,17 +57,7 @@ func randomHistory(rng *rand.Rand) ([]linOp, regState) {
 	backwards := rng.IntN(5) == 0 // some commits move the cursor back: no cursor witnesses
 	n := 2 + rng.IntN(16)
 	span := int64(n) * (1 + rng.Int64N(12))
-	type gen struct {
-		lin int64
-		op  linOp
-	}
-	gs := make([]gen, n)
-	for i := range gs {
-		call := rng.Int64N(span + 1)
-		dur := rng.Int64N(1 + rng.Int64N(16))
-		gs[i] = gen{lin: call + rng.Int64N(dur+1), op: linOp{call: call, ret: call + dur, node: int32(rng.IntN(4))}}
-	}
-	slices.SortFunc(gs, func(a, b gen) int { return cmpInt(a.lin, b.lin) })
+	gs := windows(rng, n, span, 4, func() int64 { return rng.Int64N(1 + rng.Int64N(16)) })
 	st := init
 	ops := make([]linOp, 0, n)
 	for _, g := range gs {
@@ -86,44 +76,86 @@ func randomHistory(rng *rand.Rand) ([]linOp, regState) {
 		if backwards && rng.IntN(3) == 0 {
 			o.b = from - 1 - rng.Int64N(2)
 		}
-		can := tok >= st.token && from == st.cursor
-		switch {
-		case can:
-			o.out = outOK
-		case tok < st.token:
-			o.out = outStale
-		default:
-			o.out = outConflict
-		}
-		switch r := rng.IntN(20); {
-		case r < 3: // unknown outcome: it happened as the store decided
-			o.out, o.ret = outUnknown, never
-		case r < 5 && can: // unknown outcome: it never reached the store
-			o.out, o.ret, can = outUnknown, never, false
-		case r < 7 && can: // unknown outcome that the audit shows accepted
-			o.ret = never
-		}
-		if can {
-			st = regState{cursor: o.b, token: tok}
-		}
+		// Unknown outcomes, 7 in 20: 3 happened as the store decided, 2 never reached
+		// the store, 2 the audit shows accepted.
+		st = settle(rng, &o, st, 20, [3]int{3, 5, 7})
 		ops = append(ops, o)
 	}
-	if rng.IntN(2) == 0 {
-		o := &ops[rng.IntN(len(ops))]
-		switch {
-		case !o.commit && rng.IntN(2) == 0:
-			o.a += []int64{-1, 1}[rng.IntN(2)]
-		case !o.commit:
-			o.b += []int64{-1, 1}[rng.IntN(2)]
-		default:
-			o.out = []outcome{outOK, outStale, outConflict}[rng.IntN(3)]
-		}
+	corruptOne(rng, ops, 2, []outcome{outOK, outStale, outConflict})
+	numbered(ops)
+	return ops, init
+}
+
+// gen is a generated operation and the moment in its window at which it takes effect.
+type gen struct {
+	lin int64
+	op  linOp
+}
+
+// windows generates n operation windows: each called in [0, span], lasting dur(), on one
+// of nodes nodes, taking effect at a random moment of it; sorted by that moment.
+func windows(rng *rand.Rand, n int, span int64, nodes int, dur func() int64) []gen {
+	gs := make([]gen, n)
+	for i := range gs {
+		call := rng.Int64N(span + 1)
+		d := dur()
+		gs[i] = gen{lin: call + rng.Int64N(d+1), op: linOp{call: call, ret: call + d, node: int32(rng.IntN(nodes))}}
 	}
+	slices.SortFunc(gs, func(a, b gen) int { return cmpInt(a.lin, b.lin) })
+	return gs
+}
+
+// settle decides the commit o as a store in state st does (ok, stale token, cursor
+// conflict) and returns the state after it. Drawing r in [0, of), it makes the outcome
+// unknown: below u[0] as the store decided, below u[1] (if it could apply) as never
+// arrived, below u[2] (if it could apply) applied, as the audit would show.
+func settle(rng *rand.Rand, o *linOp, st regState, of int, u [3]int) regState {
+	can := o.token >= st.token && o.a == st.cursor
+	switch {
+	case can:
+		o.out = outOK
+	case o.token < st.token:
+		o.out = outStale
+	default:
+		o.out = outConflict
+	}
+	switch r := rng.IntN(of); {
+	case r < u[0]:
+		o.out, o.ret = outUnknown, never
+	case r < u[1] && can:
+		o.out, o.ret, can = outUnknown, never, false
+	case r < u[2] && can:
+		o.ret = never
+	}
+	if can {
+		return regState{cursor: o.b, token: o.token}
+	}
+	return st
+}
+
+// corruptOne, one time in every, corrupts one operation's output: a load's cursor or
+// token by one, or a commit's outcome to one of outs.
+func corruptOne(rng *rand.Rand, ops []linOp, every int, outs []outcome) {
+	if rng.IntN(every) != 0 {
+		return
+	}
+	o := &ops[rng.IntN(len(ops))]
+	switch {
+	case !o.commit && rng.IntN(2) == 0:
+		o.a += []int64{-1, 1}[rng.IntN(2)]
+	case !o.commit:
+		o.b += []int64{-1, 1}[rng.IntN(2)]
+	default:
+		o.out = outs[rng.IntN(len(outs))]
+	}
+}
+
+// numbered sorts ops by invoke time and numbers them in that order.
+func numbered(ops []linOp) {
 	slices.SortStableFunc(ops, func(a, b linOp) int { return cmpInt(a.call, b.call) })
 	for i := range ops {
 		ops[i].src = int32(i)
 	}
-	return ops, init
 }
 
 // TestCutAgreesWithPorcupine is the differential test of the cut: on many random

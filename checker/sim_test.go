@@ -47,6 +47,16 @@ type simStore struct {
 	audit                   []history.AuditEntry
 }
 
+// final is the store as the final read finds it.
+func (st *simStore) final() *history.Store {
+	out := &history.Store{Cursor: st.cursor, MaxToken: st.maxTok, TokenCounter: st.counter,
+		Sink: st.sink, Balances: st.bal, Audit: st.audit}
+	if out.Sink == nil {
+		out.Sink = []int64{}
+	}
+	return out
+}
+
 type sim struct {
 	cfg     simConfig
 	rng     *rand.Rand
@@ -192,6 +202,17 @@ func (s *sim) commit() {
 	s.adv(time.Duration(s.rng.IntN(300)) * time.Microsecond)
 }
 
+// stopGracefully stops node, the leader of tok, with a stop fault: it releases its lease
+// and steps down. It returns the fault's id.
+func (s *sim) stopGracefully(node int, tok int64) string {
+	id := s.injectFault("stop", s.nodes[node])
+	i := s.invoke(node, history.KindRelease, history.Event{Token: tok})
+	s.adv(s.lat())
+	s.complete(i, history.OK, history.Event{Token: tok})
+	s.stepDown(node, tok, "stopped")
+	return id
+}
+
 func (s *sim) injectFault(kind string, node string) string {
 	s.fseq++
 	id := fmt.Sprintf("fault-%d", s.fseq)
@@ -282,22 +303,14 @@ func (s *sim) fault(kind string) {
 		s.some(5)
 		s.healFault(id)
 	case "stop":
-		id := s.injectFault("stop", s.nodes[old])
-		i := s.invoke(old, history.KindRelease, history.Event{Token: oldTok})
-		s.adv(s.lat())
-		s.complete(i, history.OK, history.Event{Token: oldTok})
-		s.stepDown(old, oldTok, "stopped")
+		id := s.stopGracefully(old, oldTok)
 		s.elect(false, old)
 		s.some(5)
 		s.healFault(id)
 	case "lagging-load":
 		// A graceful hand-over, but the new leader reads the cursor from a lagging
 		// replica and the store does not check cursors: the cursor moves back.
-		id := s.injectFault("stop", s.nodes[old])
-		i := s.invoke(old, history.KindRelease, history.Event{Token: oldTok})
-		s.adv(s.lat())
-		s.complete(i, history.OK, history.Event{Token: oldTok})
-		s.stepDown(old, oldTok, "stopped")
+		id := s.stopGracefully(old, oldTok)
 		s.adv(2 * time.Millisecond)
 		s.leader = s.follower()
 		s.token = s.acquire(s.leader)
@@ -368,18 +381,13 @@ func (s *sim) run() *history.Run {
 	s.adv(time.Millisecond)
 	s.some(3)
 	s.adv(time.Millisecond)
-	st := &history.Store{Cursor: s.st.cursor, MaxToken: s.st.maxTok, TokenCounter: s.st.counter,
-		Sink: s.st.sink, Balances: s.st.bal, Audit: s.st.audit}
-	if st.Sink == nil {
-		st.Sink = []int64{}
-	}
 	return &history.Run{
 		Info: history.RunInfo{Seed: int64(s.cfg.Seed), Nodes: s.nodes, Workload: "listener", Backend: "sim",
 			Nemeses: s.cfg.Faults, LeaseTTL: s.cfg.LeaseTTL, Start: s.start, HealTime: heal, End: s.now,
 			Persistence: true, Election: "sim"},
 		Events: history.Pack(s.events),
 		Faults: s.faults,
-		Store:  st,
+		Store:  s.st.final(),
 	}
 }
 

@@ -36,25 +36,12 @@ func TestSetReleaseForChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	led := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- el.Run(ctx, func(tctx context.Context, _ election.Term) {
-			close(led)
-			<-tctx.Done()
-		})
-	}()
-	select {
-	case <-led:
-	case <-time.After(10 * time.Second):
-		t.Fatal("never became leader")
-	}
+	n := runNode(t, "n1", el)
+	n.term(t, 10*time.Second)
 	if err := election.SetReleaseForChaos(el, nil); !errors.Is(err, election.ErrRunning) {
 		t.Errorf("SetReleaseForChaos on a running elector: %v, want ErrRunning", err)
 	}
-	cancel()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+	if err := n.stopped(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -188,6 +188,13 @@ func TestMetrics(t *testing.T) {
 // reason label is reason if reason is set. It fails the test if there is no such series.
 func gather(t *testing.T, reg prometheus.Gatherer, name, reason string) float64 {
 	t.Helper()
+	return gatherLabel(t, reg, name, "reason", reason)
+}
+
+// gatherLabel is gather of the series of name whose label is value (any series if value
+// is empty).
+func gatherLabel(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +204,7 @@ func gather(t *testing.T, reg prometheus.Gatherer, name, reason string) float64 
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if reason != "" && !hasLabel(m, "reason", reason) {
+			if value != "" && !hasLabel(m, label, value) {
 				continue
 			}
 			switch {
@@ -210,7 +217,7 @@ func gather(t *testing.T, reg prometheus.Gatherer, name, reason string) float64 
 			}
 		}
 	}
-	t.Fatalf("no metric %s{reason=%q}", name, reason)
+	t.Fatalf("no metric %s{%s=%q}", name, label, value)
 	return 0
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
 )
@@ -18,22 +20,34 @@ func ExampleLockKey() {
 	// {ledger}:lock node-1:7
 }
 
-func ExampleElector_Run() {
+// exampleClient starts a redis-server for one example, in a temporary directory, and
+// returns a client of it made as a user would (election.NewClient: MaxRetries -1); stop
+// closes the client, kills the server and removes the directory.
+func exampleClient() (client *redis.Client, stop func(), err error) {
 	dir, err := os.MkdirTemp("", "election-example")
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
 	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	client = election.NewClient(srv.Addr())
+	return client, func() {
+		client.Close()
+		srv.Kill()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+func ExampleElector_Run() {
+	client, stop, err := exampleClient() // a redis-server of the example's own
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Kill()
-
-	client := election.NewClient(srv.Addr()) // MaxRetries: -1
-	defer client.Close()
+	defer stop()
 	e, err := election.New(client, election.Config{InstanceID: "node-1"})
 	if err != nil {
 		fmt.Println(err)
@@ -60,21 +74,12 @@ func ExampleElector_Run() {
 // OnNewLeader tells an elector's user about each new lock holder without polling Status,
 // and Check is the health check to serve on a liveness endpoint.
 func ExampleElector_Check() {
-	dir, err := os.MkdirTemp("", "election-example")
+	client, stop, err := exampleClient()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
-	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Kill()
-
-	client := election.NewClient(srv.Addr())
-	defer client.Close()
+	defer stop()
 	e, err := election.New(client, election.Config{
 		InstanceID: "node-1",
 		// Called from Run's goroutine: keep it short.

@@ -112,33 +112,11 @@ func (s *fakeStore) acquire(ctx context.Context, instance string, ttl time.Durat
 }
 
 func (s *fakeStore) renew(ctx context.Context, value string, ttl time.Duration) (bool, error) {
-	lost, err := s.before(ctx, OpRenew)
-	if err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked()
-	ok := s.value == value
-	if ok {
-		s.expires = time.Now().Add(ttl)
-	}
-	if lost {
-		return false, errConnReset
-	}
-	return ok, nil
+	return s.ifHeld(ctx, OpRenew, value, func() { s.expires = time.Now().Add(ttl) })
 }
 
 func (s *fakeStore) release(ctx context.Context, value string) (bool, error) {
-	lost, err := s.before(ctx, OpRelease)
-	if err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked()
-	ok := s.value == value
-	if ok {
+	return s.ifHeld(ctx, OpRelease, value, func() {
 		s.value = ""
 		for _, c := range s.subs {
 			select {
@@ -146,6 +124,22 @@ func (s *fakeStore) release(ctx context.Context, value string) (bool, error) {
 			default:
 			}
 		}
+	})
+}
+
+// ifHeld is op on the lock: if the lock (its expiry applied) holds value, do runs, under
+// the store's lock. It reports whether it held, or errConnReset if op's reply is lost.
+func (s *fakeStore) ifHeld(ctx context.Context, op Op, value string, do func()) (bool, error) {
+	lost, err := s.before(ctx, op)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	ok := s.value == value
+	if ok {
+		do()
 	}
 	if lost {
 		return false, errConnReset

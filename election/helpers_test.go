@@ -37,6 +37,7 @@ type node struct {
 	ends   chan termEnd       // every lead return
 	cancel context.CancelFunc
 	done   chan struct{}
+	err    error // what Run returned, once done is closed
 	once   sync.Once
 
 	mu  sync.Mutex
@@ -55,8 +56,7 @@ type leaders struct{ now, most atomic.Int32 }
 // startNode runs an elector with cfg on c until the test ends or stop is called.
 func startNode(tb testing.TB, c redis.UniversalClient, cfg election.Config, active *leaders) *node {
 	tb.Helper()
-	n := &node{id: cfg.InstanceID, rec: &recorder{}, starts: make(chan election.Term, 100),
-		ends: make(chan termEnd, 100), done: make(chan struct{})}
+	n := newNode(cfg.InstanceID)
 	if cfg.Recorder == nil {
 		cfg.Recorder = n.rec
 	}
@@ -64,12 +64,30 @@ func startNode(tb testing.TB, c redis.UniversalClient, cfg election.Config, acti
 	if err != nil {
 		tb.Fatal(err)
 	}
+	n.run(tb, e, active)
+	return n
+}
+
+// runNode runs e, made by the test, until the test ends or stop is called.
+func runNode(tb testing.TB, id string, e *election.Elector) *node {
+	tb.Helper()
+	n := newNode(id)
+	n.run(tb, e, nil)
+	return n
+}
+
+func newNode(id string) *node {
+	return &node{id: id, rec: &recorder{}, starts: make(chan election.Term, 100),
+		ends: make(chan termEnd, 100), done: make(chan struct{})}
+}
+
+func (n *node) run(tb testing.TB, e *election.Elector, active *leaders) {
 	n.e = e
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go func() {
 		defer close(n.done)
-		_ = e.Run(ctx, func(ctx context.Context, t election.Term) {
+		n.err = e.Run(ctx, func(ctx context.Context, t election.Term) {
 			if active != nil {
 				if v := active.now.Add(1); v > active.most.Load() {
 					active.most.Store(v)
@@ -85,7 +103,6 @@ func startNode(tb testing.TB, c redis.UniversalClient, cfg election.Config, acti
 		})
 	}()
 	tb.Cleanup(n.stop)
-	return n
 }
 
 // stop cancels the node's Run and waits for it to return (release included).
@@ -94,6 +111,12 @@ func (n *node) stop() {
 		n.cancel()
 		<-n.done
 	})
+}
+
+// stopped is stop, and then what Run returned.
+func (n *node) stopped() error {
+	n.stop()
+	return n.err
 }
 
 // term waits up to d for the node's next term.

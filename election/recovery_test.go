@@ -375,30 +375,3 @@ func TestTwoElectorsOneRegistry(t *testing.T) {
 		}
 	})
 }
-
-// gatherLabel returns the value of the series of name whose label is value.
-func gatherLabel(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if !hasLabel(m, label, value) {
-				continue
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no metric %s{%s=%q}", name, label, value)
-	return 0
-}

@@ -445,12 +445,8 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 			r.log.Warn("no-commit-after-heal", slog.Any("error", err))
 		}
 	}
-	for _, id := range r.c.Nodes() {
-		if r.c.Running(id) {
-			if err := r.c.StopNode(ctx, id); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	if err := backend.StopAll(ctx, r.c); err != nil {
+		errs = append(errs, err)
 	}
 	r.mon.stop()
 	// A restart of Redis resets its peak: this is the peak since the last one.

@@ -22,11 +22,7 @@ import (
 	"github.com/fenceline/fenceline/workloads"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func config(t *testing.T, bin string, d time.Duration, seed int64) harness.Config {
 	wl, err := workloads.ByName("listener")

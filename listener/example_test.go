@@ -4,35 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/listener/storetest"
 )
 
 // redisAddr is the Redis the examples use: a redis-server started for this test binary.
 var redisAddr string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "listener-example")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err) // no Redis, no examples: fail, never skip
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	redisAddr = srv.Addr()
-	code := m.Run()
-	srv.Kill()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redisserver.Main(m, &redisAddr) }
 
 // Sale is a user's event: a sale of Qty items of SKU, Seq-th in the shop's feed.
 type Sale struct {
@@ -43,19 +25,6 @@ type Sale struct {
 
 // Position is the sale's place in the feed: listener.Event.
 func (s Sale) Position() int64 { return s.Seq }
-
-// saleFeed is a listener.Source serving a fixed list of sales.
-type saleFeed []Sale
-
-func (f saleFeed) Fetch(_ context.Context, cursor int64, limit int) ([]Sale, error) {
-	var out []Sale
-	for _, s := range f {
-		if s.Seq > cursor && len(out) < limit {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
 
 // ExampleRedisStore keeps a shop's cursor and its units sold per SKU in Redis. The
 // effects of each batch (one HINCRBY per sale) are applied in the same fenced step as the
@@ -78,7 +47,7 @@ func ExampleRedisStore() {
 		fmt.Println(err)
 		return
 	}
-	feed := saleFeed{{1, "apple", 2}, {2, "pear", 1}, {3, "apple", 1}}
+	feed := storetest.Feed[Sale]{{1, "apple", 2}, {2, "pear", 1}, {3, "apple", 1}}
 	l, err := listener.New(listener.Config[Sale]{Store: store, Source: feed, BatchSize: 2})
 	if err != nil {
 		fmt.Println(err)
@@ -87,16 +56,11 @@ func ExampleRedisStore() {
 
 	// A leader's term gives Run a context, cancelled when the term ends, and the term's
 	// fencing token (election.Term.Token). This term ends once the feed is ingested.
-	term, end := context.WithCancel(context.Background())
-	go func() {
-		for cursor, _, _ := store.Load(term); cursor < 3; cursor, _, _ = store.Load(term) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		end()
-	}()
+	term, end := storetest.Until(context.Background(), store, 3)
 	if err := l.Run(term, 7); err != nil {
 		fmt.Println(err)
 	}
+	end()
 
 	ctx := context.Background()
 	fmt.Println(client.HGetAll(ctx, "{shop}:sold").Val())

@@ -3,7 +3,6 @@
 package listener
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -26,21 +25,13 @@ func TestListenerFailpoints(t *testing.T) {
 		}
 	}
 	t.Cleanup(failpoint.DisarmAll)
-	_, c := newRedis(t)
-	rec := &recording{}
-	store := newStore(t, c, RedisConfig[source.Event]{Name: "fp", Recorder: rec})
-	m := newCountingMetrics(total)
-	src := &memSource{}
-	src.avail.Store(total)
-	l, err := New(Config[source.Event]{Store: store, Source: src, Metrics: m, BatchSize: 10, PollInterval: 10 * time.Millisecond})
+	in := newIngestion(t, "fp", total)
+	c, rec, store := in.c, in.rec, in.store
+	l, err := New(Config[source.Event]{Store: store, Source: in.src, Metrics: in.m, BatchSize: 10, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, l, 1)
-	waitFor(t, 60*time.Second, "the feed ingested", func() bool { return loadCursor(t, store) == total })
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err := runUntil(t, l, 60*time.Second, "the feed ingested", func() bool { return loadCursor(t, store) == total }); err != nil {
 		t.Fatal(err)
 	}
 	st := readState(t, c, "fp")

@@ -122,6 +122,25 @@ func (m *memSource) Fetch(ctx context.Context, cursor int64, limit int) ([]sourc
 	return source.Range(cursor, hi), nil
 }
 
+// ingestion is a listener's parts on a real Redis: a store (named name, recording every
+// request) and a feed of total events with metrics that see them all applied.
+type ingestion struct {
+	c     *redis.Client
+	rec   *recording
+	store *RedisStore[source.Event]
+	m     *countingMetrics
+	src   *memSource
+}
+
+func newIngestion(tb testing.TB, name string, total int64) *ingestion {
+	tb.Helper()
+	_, c := newRedis(tb)
+	in := &ingestion{c: c, rec: &recording{}, m: newCountingMetrics(total), src: &memSource{}}
+	in.store = newStore(tb, c, RedisConfig[source.Event]{Name: name, Recorder: in.rec})
+	in.src.avail.Store(total)
+	return in
+}
+
 // countingMetrics counts commit outcomes and applied events; reached is closed once
 // target events have been applied (if target > 0).
 type countingMetrics struct {

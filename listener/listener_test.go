@@ -89,6 +89,18 @@ func runAsync(ctx context.Context, l *Listener[source.Event], token int64) <-cha
 	return done
 }
 
+// runUntil runs l in a term of token 1 until cond holds (waitFor: up to timeout), then
+// ends the term and returns what Run returned.
+func runUntil(t *testing.T, l *Listener[source.Event], timeout time.Duration, what string, cond func() bool) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runAsync(ctx, l, 1)
+	waitFor(t, timeout, what, cond)
+	cancel()
+	return waitRun(t, done)
+}
+
 func waitRun(t *testing.T, done <-chan error) error {
 	t.Helper()
 	select {
@@ -108,11 +120,7 @@ func TestRunReturnsOnCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, l, 1)
-	waitFor(t, 10*time.Second, "a fetch", func() bool { return src.calls.Load() > 0 })
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err := runUntil(t, l, 10*time.Second, "a fetch", func() bool { return src.calls.Load() > 0 }); err != nil {
 		t.Errorf("Run returned %v after cancel, want nil", err)
 	}
 }
@@ -131,11 +139,7 @@ func TestRunSurvivesUnknownOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, l, 1)
-	waitFor(t, 20*time.Second, "cursor 1000", func() bool { c, _, _ := st.Load(ctx); return c == 1000 })
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err := runUntil(t, l, 20*time.Second, "cursor 1000", func() bool { c, _, _ := st.Load(context.Background()); return c == 1000 }); err != nil {
 		t.Fatal(err)
 	}
 	st.mu.Lock()
@@ -154,13 +158,9 @@ func TestRunSurvivesUnknownOutcomes(t *testing.T) {
 // effects included, and records each request.
 func TestListenerIngestsIntoRedis(t *testing.T) {
 	const total = 3000
-	_, c := newRedis(t)
-	rec := &recording{}
-	store := newStore(t, c, RedisConfig[source.Event]{Name: "ingest", Recorder: rec})
-	m := newCountingMetrics(total)
-	src := &memSource{}
-	src.avail.Store(total)
-	l, err := New(Config[source.Event]{Store: store, Source: src, Metrics: m})
+	in := newIngestion(t, "ingest", total)
+	c, rec, m := in.c, in.rec, in.m
+	l, err := New(Config[source.Event]{Store: in.store, Source: in.src, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,11 +283,7 @@ func TestRunWithFlakySource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, l, 1)
-	waitFor(t, 20*time.Second, "cursor 500", func() bool { c, _, _ := st.Load(ctx); return c == 500 })
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err := runUntil(t, l, 20*time.Second, "cursor 500", func() bool { c, _, _ := st.Load(context.Background()); return c == 500 }); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), `"msg":"fetch-failed"`) {

@@ -3,7 +3,6 @@ package nemesis_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ import (
 	"github.com/fenceline/fenceline/nemesis"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 const lease = time.Second
 

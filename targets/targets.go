@@ -2,8 +2,8 @@ package targets
 
 import (
 	"errors"
-	"fmt"
-	"strings"
+
+	"github.com/fenceline/fenceline/internal/namelist"
 )
 
 // Names of the targets.
@@ -42,12 +42,7 @@ var ErrUnknown = errors.New("targets: unknown target")
 
 // ByName returns the target called name.
 func ByName(name string) (Target, error) {
-	for _, t := range all {
-		if t.Name == name {
-			return t, nil
-		}
-	}
-	return Target{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+	return namelist.Find(all, func(t Target) string { return t.Name }, name, ErrUnknown)
 }
 
 // Names lists the targets' names, the reference first.

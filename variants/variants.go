@@ -13,13 +13,13 @@ package variants
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/internal/namelist"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/source"
 )
@@ -110,16 +110,7 @@ var ErrUnknown = errors.New("variants: unknown variant")
 
 // ByName returns the variant called name.
 func ByName(name string) (Variant, error) {
-	for _, v := range all {
-		if v.Name == name {
-			return v, nil
-		}
-	}
-	var names []string
-	for _, v := range all {
-		names = append(names, v.Name)
-	}
-	return Variant{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
+	return namelist.Find(all, func(v Variant) string { return v.Name }, name, ErrUnknown)
 }
 
 // redisStore is the Redis store of the demo ledger's events.

@@ -312,12 +312,8 @@ func checkLogs(t *testing.T, c *container.Backend, starts map[string]int, redisS
 func verify(t *testing.T, c *container.Backend) {
 	t.Helper()
 	ctx := context.Background()
-	for _, id := range c.Nodes() {
-		if c.Running(id) {
-			if err := c.StopNode(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := backend.StopAll(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 	st, err := harness.ReadStore(ctx, c.RedisAddr(), "")
 	if err != nil {

@@ -2,14 +2,11 @@ package container_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
-	"github.com/fenceline/fenceline/nemesis"
 )
 
 // TestClusterFaults: the cluster topology (three primaries with a replica each, every
@@ -21,23 +18,11 @@ import (
 // primary's container with the same outcome. The nodes commit again after each; Close
 // records the promotions and leaves nothing behind.
 func TestClusterFaults(t *testing.T) {
-	c := start(t, backend.Spec{Nodes: 2, SourceRate: 200,
-		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 20}, Redis: backend.RedisSpec{Topology: backend.TopologyCluster}})
+	c, commits := startReplicated(t, backend.TopologyCluster)
 	ctx := context.Background()
-	waitLeader(t, c, 0)
-	commits := waitCommits(t, c, 0)
 	for _, kind := range []string{faults.RedisIsolatePrimary, faults.RedisFailover} {
 		before := len(c.Promotions())
-		f := fault(t, kind)
-		what, err := f.Inject(ctx, c, nemesis.AimRedis, nemesis.Params{LeaseTTL: lease})
-		if err != nil {
-			t.Fatalf("%s: %v", kind, err)
-		}
-		t.Log(what)
-		if what, err = f.Heal(ctx, c, nemesis.AimRedis); err != nil {
-			t.Fatalf("%s: heal: %v", kind, err)
-		}
-		t.Log(what)
+		redisFault(t, c, kind)
 		ps := c.Promotions()
 		if len(ps) <= before {
 			t.Fatalf("%s: no promotion (%+v)", kind, ps)
@@ -49,11 +34,7 @@ func TestClusterFaults(t *testing.T) {
 		}
 		commits = waitCommits(t, c, commits)
 	}
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(c.Dir(), backend.PromotionsFile))
-	if err != nil || strings.Count(string(b), `"from"`) < 2 {
+	if b, err := closePromotions(t, c); err != nil || strings.Count(string(b), `"from"`) < 2 {
 		t.Fatalf("%s: %s %v", backend.PromotionsFile, b, err)
 	}
 }

@@ -31,24 +31,12 @@ var (
 // replica, the old primary comes back as its replica, and the nodes commit again
 // through the new primary. Close records the promotion and leaves nothing behind.
 func TestSentinelFailover(t *testing.T) {
-	c := start(t, backend.Spec{Nodes: 2, SourceRate: 200,
-		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 20}, Redis: backend.RedisSpec{Topology: backend.TopologySentinel}})
+	c, commits := startReplicated(t, backend.TopologySentinel)
 	ctx := context.Background()
-	waitLeader(t, c, 0)
-	commits := waitCommits(t, c, 0)
 	if r, _, _, err := c.RedisRole(ctx, "r1"); err != nil || r != "master" {
 		t.Fatalf("r1: role %q, %v; want master", r, err)
 	}
-	f := fault(t, faults.RedisFailover)
-	what, err := f.Inject(ctx, c, nemesis.AimRedis, nemesis.Params{LeaseTTL: lease})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(what)
-	if what, err = f.Heal(ctx, c, nemesis.AimRedis); err != nil {
-		t.Fatal(err)
-	}
-	t.Log(what)
+	redisFault(t, c, faults.RedisFailover)
 	// The first promotion is away from r1. Sentinel may fail over once more before the
 	// heal settles (seen in CI: r1 to r3, then r3 to r2 2.2 s later); r1 must follow
 	// whichever data node is primary at the end.
@@ -72,13 +60,44 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCommits(t, c, commits)
-	if err := c.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(c.Dir(), backend.PromotionsFile))
-	if err != nil || !strings.Contains(string(b), `"from": "r1"`) {
+	if b, err := closePromotions(t, c); err != nil || !strings.Contains(string(b), `"from": "r1"`) {
 		t.Fatalf("%s: %s %v", backend.PromotionsFile, b, err)
 	}
+}
+
+// startReplicated starts two nodes over the Redis topology on docker, waits for a
+// leader and its commits, and returns the backend and the commits counted.
+func startReplicated(t *testing.T, topology string) (*container.Backend, int64) {
+	t.Helper()
+	c := start(t, backend.Spec{Nodes: 2, SourceRate: 200,
+		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 20}, Redis: backend.RedisSpec{Topology: topology}})
+	waitLeader(t, c, 0)
+	return c, waitCommits(t, c, 0)
+}
+
+// redisFault injects the Redis fault kind and heals it, and logs what each did.
+func redisFault(t *testing.T, c *container.Backend, kind string) {
+	t.Helper()
+	ctx := context.Background()
+	f := fault(t, kind)
+	what, err := f.Inject(ctx, c, nemesis.AimRedis, nemesis.Params{LeaseTTL: lease})
+	if err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	t.Log(what)
+	if what, err = f.Heal(ctx, c, nemesis.AimRedis); err != nil {
+		t.Fatalf("%s: heal: %v", kind, err)
+	}
+	t.Log(what)
+}
+
+// closePromotions closes c and reads the promotions it recorded.
+func closePromotions(t *testing.T, c *container.Backend) ([]byte, error) {
+	t.Helper()
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return os.ReadFile(filepath.Join(c.Dir(), backend.PromotionsFile))
 }
 
 // TestSentinelDoesNotComeUp, TestClusterDoesNotComeUp: data nodes (and Sentinels) that

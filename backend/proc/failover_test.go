@@ -20,11 +20,7 @@ import (
 	"github.com/fenceline/fenceline/source"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // The failover drills that operators run by hand, automated over real node processes.
 // Each asserts, from the store's own audit stream and the nodes' histories, that one
@@ -85,18 +81,50 @@ func firstCommit(t testing.TB, c *proc.Backend, dir string, minToken int64, time
 	}
 }
 
+// committing waits for a leader with a token above minToken and for its first commit;
+// it returns the leader and its token.
+func committing(t testing.TB, c *proc.Backend, minToken int64, exclude ...string) (string, int64) {
+	t.Helper()
+	id, tok := waitLeader(t, c, minToken, exclude...)
+	firstCommit(t, c, c.Dir(), tok-1, 10*time.Second)
+	return id, tok
+}
+
+// failover applies fault and waits, up to timeout, for the first commit under a token
+// above tok; it fails the test if that came later than bound after the fault. It
+// returns how long it took and the commit.
+func failover(t testing.TB, c *proc.Backend, tok int64, timeout, bound time.Duration, what string, fault func() error) (time.Duration, history.Event) {
+	t.Helper()
+	t0 := time.Now()
+	if err := fault(); err != nil {
+		t.Fatal(err)
+	}
+	at, ev := firstCommit(t, c, c.Dir(), tok, timeout)
+	d := time.Duration(at - t0.UnixNano())
+	if d > bound {
+		t.Fatalf("%s took %v, bound %v", what, d, bound)
+	}
+	return d, ev
+}
+
+// wantFollower waits three leases and checks that id, back after a fault (what), is a
+// follower.
+func wantFollower(t testing.TB, c *proc.Backend, id, what string) {
+	t.Helper()
+	time.Sleep(3 * lease)
+	if st, err := c.NodeStatus(context.Background(), id); err != nil || st.Role != "follower" {
+		t.Fatalf("%s %s: %+v %v, want follower", what, id, st, err)
+	}
+}
+
 // verify stops every node and checks the store: accepted tokens never decrease in the
 // store's order (one leader at a time), the sink is exactly 1..cursor and the balances
 // are what those events imply.
 func verify(t testing.TB, c *proc.Backend) *history.Store {
 	t.Helper()
 	ctx := context.Background()
-	for _, id := range c.Nodes() {
-		if c.Running(id) {
-			if err := c.StopNode(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := backend.StopAll(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 	st, err := harness.ReadStore(ctx, c.RedisAddr(), "")
 	if err != nil {
@@ -140,49 +168,30 @@ func verify(t testing.TB, c *proc.Backend) *history.Store {
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	c := start(t, 3)
-	dir := c.Dir()
-	old, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
-	t0 := time.Now()
-	if err := c.StopNode(context.Background(), old); err != nil {
-		t.Fatal(err)
-	}
-	at, ev := firstCommit(t, c, dir, tok, 10*time.Second)
+	old, tok := committing(t, c, 0)
+	d, ev := failover(t, c, tok, 10*time.Second, gracefulBound, "graceful handoff", func() error {
+		return c.StopNode(context.Background(), old)
+	})
 	if ev.Node == old {
 		t.Fatalf("stopped node %s committed", old)
 	}
-	if d := time.Duration(at - t0.UnixNano()); d > gracefulBound {
-		t.Fatalf("graceful handoff took %v, bound %v", d, gracefulBound)
-	} else {
-		t.Logf("graceful handoff %s -> %s: %v", old, ev.Node, d)
-	}
+	t.Logf("graceful handoff %s -> %s: %v", old, ev.Node, d)
 	verify(t, c)
 }
 
 func TestKillLeader(t *testing.T) {
 	t.Parallel()
 	c := start(t, 3)
-	dir := c.Dir()
-	old, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
-	t0 := time.Now()
-	if err := c.KillNode(context.Background(), old); err != nil {
-		t.Fatal(err)
-	}
-	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
-	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
-		t.Fatalf("crash failover took %v, bound %v", d, crashBound)
-	} else {
-		t.Logf("crash failover %s -> %s: %v", old, ev.Node, d)
-	}
+	old, tok := committing(t, c, 0)
+	d, ev := failover(t, c, tok, crashBound+5*time.Second, crashBound, "crash failover", func() error {
+		return c.KillNode(context.Background(), old)
+	})
+	t.Logf("crash failover %s -> %s: %v", old, ev.Node, d)
 	// The old leader rejoins and stays a follower while the new one holds the lease.
 	if err := c.StartNode(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * lease)
-	if st, err := c.NodeStatus(context.Background(), old); err != nil || st.Role != "follower" {
-		t.Fatalf("rejoined %s: %+v %v, want follower", old, st, err)
-	}
+	wantFollower(t, c, old, "rejoined")
 	verify(t, c)
 }
 
@@ -190,20 +199,17 @@ func TestKillLeader(t *testing.T) {
 func TestCascade(t *testing.T) {
 	t.Parallel()
 	c := start(t, 4)
-	dir := c.Dir()
 	var stopped []string
 	tok := int64(0)
 	for range 3 {
 		var id string
-		id, tok = waitLeader(t, c, tok, stopped...)
-		firstCommit(t, c, dir, tok-1, 10*time.Second)
+		id, tok = committing(t, c, tok, stopped...)
 		if err := c.StopNode(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		stopped = append(stopped, id)
 	}
-	last, tok := waitLeader(t, c, tok, stopped...)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	last, _ := committing(t, c, tok, stopped...)
 	if slices.Contains(stopped, last) {
 		t.Fatalf("stopped node %s leads", last)
 	}
@@ -215,28 +221,19 @@ func TestCascade(t *testing.T) {
 func TestPartitionedLeader(t *testing.T) {
 	t.Parallel()
 	c := start(t, 3)
-	dir := c.Dir()
-	old, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	old, tok := committing(t, c, 0)
 	f, _ := nemesis.ByKind(faults.PartitionBlackhole)
-	t0 := time.Now()
-	if _, err := f.Inject(context.Background(), c, old, nemesis.Params{}); err != nil {
-		t.Fatal(err)
-	}
-	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
+	_, ev := failover(t, c, tok, crashBound+5*time.Second, crashBound, "failover after partition", func() error {
+		_, err := f.Inject(context.Background(), c, old, nemesis.Params{})
+		return err
+	})
 	if ev.Node == old {
 		t.Fatalf("partitioned %s committed under a new token", old)
-	}
-	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
-		t.Fatalf("failover after partition took %v, bound %v", d, crashBound)
 	}
 	if _, err := f.Heal(context.Background(), c, old); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * lease)
-	if st, err := c.NodeStatus(context.Background(), old); err != nil || st.Role != "follower" {
-		t.Fatalf("healed %s: %+v %v, want follower", old, st, err)
-	}
+	wantFollower(t, c, old, "healed")
 	verify(t, c)
 }
 
@@ -245,9 +242,7 @@ func TestPartitionedLeader(t *testing.T) {
 func TestTwoOfThreeKilled(t *testing.T) {
 	t.Parallel()
 	c := start(t, 3)
-	dir := c.Dir()
-	old, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	old, tok := committing(t, c, 0)
 	var killed []string
 	killed = append(killed, old)
 	for _, id := range c.Nodes() {
@@ -262,7 +257,7 @@ func TestTwoOfThreeKilled(t *testing.T) {
 		}
 	}
 	survivor, _ := waitLeader(t, c, tok, killed...)
-	firstCommit(t, c, dir, tok, crashBound)
+	firstCommit(t, c, c.Dir(), tok, crashBound)
 	t.Logf("killed %v, %s leads", killed, survivor)
 	verify(t, c)
 }
@@ -276,17 +271,11 @@ func TestKillMidIngestion(t *testing.T) {
 		Node: backend.NodeOptions{LeaseTTL: lease, Batch: 50},
 	})
 	dir := c.Dir()
-	old, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 10*time.Second)
+	old, tok := committing(t, c, 0)
 	time.Sleep(200 * time.Millisecond)
-	t0 := time.Now()
-	if err := c.KillNode(context.Background(), old); err != nil {
-		t.Fatal(err)
-	}
-	at, ev := firstCommit(t, c, dir, tok, crashBound+5*time.Second)
-	if d := time.Duration(at - t0.UnixNano()); d > crashBound {
-		t.Fatalf("takeover took %v, bound %v", d, crashBound)
-	}
+	_, ev := failover(t, c, tok, crashBound+5*time.Second, crashBound, "takeover", func() error {
+		return c.KillNode(context.Background(), old)
+	})
 	// The new term's first commit starts where the old term's last accepted one ended.
 	evs, err := history.ReadFile(filepath.Join(dir, history.HistoryDir, old+".jsonl"))
 	if err != nil {
@@ -323,8 +312,7 @@ func benchFailover(b *testing.B, crash bool) {
 	b.ResetTimer()
 	for range n {
 		var old string
-		old, tok = waitLeader(b, c, tok)
-		firstCommit(b, c, dir, tok-1, 10*time.Second)
+		old, tok = committing(b, c, tok)
 		time.Sleep(time.Duration(len(samples)%7) * 37 * time.Millisecond) // vary the phase against the renewals
 		t0 := time.Now()
 		var err error

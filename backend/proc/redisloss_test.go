@@ -94,12 +94,8 @@ func failoverReissuesToken(t *testing.T, topology string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	heal := time.Now()
-	for _, id := range c.Nodes() {
-		if c.Running(id) {
-			if err := c.StopNode(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := backend.StopAll(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 	addr, err := c.PrimaryAddr(ctx)
 	if err != nil {

@@ -42,6 +42,13 @@ func fakeRuns(design, under string, n, detected, unknown int) []runRecord {
 	return out
 }
 
+// withReference is n runs of variant v (detected and unknown as in fakeRuns) and the n
+// runs of the reference under v's faults, falseAlarms of them invalid and refUnknown
+// unknown.
+func withReference(v string, n, detected, unknown, falseAlarms, refUnknown int) []runRecord {
+	return append(fakeRuns(v, v, n, detected, unknown), fakeRuns(variants.Reference, v, n, falseAlarms, refUnknown)...)
+}
+
 func mustVariant(t *testing.T, name string) variants.Variant {
 	t.Helper()
 	v, err := variants.ByName(name)
@@ -75,7 +82,7 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "all caught, reference clean",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
+			runs:    withReference(variants.NoFence, 3, 3, 0, 0, 0),
 			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Variants[0]
@@ -87,7 +94,7 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "94% is not enough",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 47, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
+			runs:    withReference(variants.NoFence, 50, 47, 0, 0, 0),
 			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Rate != 0.94 || r.Status != statusFail {
@@ -101,13 +108,13 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "96% is",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 50, 48, 0), fakeRuns(variants.Reference, variants.NoFence, 50, 0, 0)...),
+			runs:    withReference(variants.NoFence, 50, 48, 0, 0, 0),
 			outcome: statusPass, code: exitcode.OK,
 		},
 		{
 			name:    "a reference false alarm fails",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 1, 0)...),
+			runs:    withReference(variants.NoFence, 3, 3, 0, 1, 0),
 			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Reference[0]
@@ -119,7 +126,7 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "an unknown is not a detection",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 2, 1), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...),
+			runs:    withReference(variants.NoFence, 3, 2, 1, 0, 0),
 			outcome: statusFail, code: exitcode.Invalid,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Detected != 2 || r.Unknown != 1 || r.Incomplete != 0 {
@@ -130,7 +137,7 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "an unknown reference run is shown, not a false alarm",
 			vs:      []variants.Variant{noFence},
-			runs:    append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 1)...),
+			runs:    withReference(variants.NoFence, 3, 3, 0, 0, 1),
 			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				r := rep.Reference[0]
@@ -143,7 +150,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name: "an incomplete variant run leaves the rate undecided",
 			vs:   []variants.Variant{noFence},
 			runs: func() []runRecord {
-				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 2, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs := withReference(variants.NoFence, 3, 2, 0, 0, 0)
 				rs[2].Verdict, rs[2].Incomplete = checker.Unknown, "harness: run incomplete: warm-up: no commit within 30s"
 				return rs
 			}(),
@@ -153,7 +160,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name: "an incomplete run that found a violation still counts",
 			vs:   []variants.Variant{noFence},
 			runs: func() []runRecord {
-				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs := withReference(variants.NoFence, 3, 3, 0, 0, 0)
 				rs[2].Incomplete = "interrupted"
 				return rs
 			}(),
@@ -163,7 +170,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name: "misses beyond what incomplete runs could make up fail",
 			vs:   []variants.Variant{noFence},
 			runs: func() []runRecord {
-				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 1, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs := withReference(variants.NoFence, 3, 1, 0, 0, 0)
 				rs[2].Verdict, rs[2].Incomplete = "", "not run: interrupted"
 				return rs
 			}(),
@@ -173,7 +180,7 @@ func TestSummarizeCriteria(t *testing.T) {
 			name: "an incomplete reference run is undecided",
 			vs:   []variants.Variant{noFence},
 			runs: func() []runRecord {
-				rs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+				rs := withReference(variants.NoFence, 3, 3, 0, 0, 0)
 				rs[5].Incomplete = "not run: interrupted"
 				return rs
 			}(),
@@ -182,7 +189,7 @@ func TestSummarizeCriteria(t *testing.T) {
 		{
 			name:    "a variant that need not be caught is measured only",
 			vs:      []variants.Variant{nar},
-			runs:    append(fakeRuns(variants.NonAtomicRelease, variants.NonAtomicRelease, 3, 0, 0), fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...),
+			runs:    withReference(variants.NonAtomicRelease, 3, 0, 0, 0, 0),
 			outcome: statusPass, code: exitcode.OK,
 			check: func(t *testing.T, rep validateReport) {
 				if r := rep.Variants[0]; r.Status != statusMeasured || r.Rate != 0 {
@@ -318,7 +325,7 @@ func TestRecordResult(t *testing.T) {
 
 func TestValidateReportFiles(t *testing.T) {
 	vs := []variants.Variant{mustVariant(t, variants.NoFence), measuredOnly(t)}
-	runs := append(fakeRuns(variants.NoFence, variants.NoFence, 3, 3, 0), fakeRuns(variants.Reference, variants.NoFence, 3, 0, 0)...)
+	runs := withReference(variants.NoFence, 3, 3, 0, 0, 0)
 	runs = append(runs, fakeRuns(variants.NonAtomicRelease, variants.NonAtomicRelease, 3, 0, 0)...)
 	runs = append(runs, fakeRuns(variants.Reference, variants.NonAtomicRelease, 3, 0, 0)...)
 	runs[0].FirstViolation.Description = "a | pipe and *stars* that must not break the table"

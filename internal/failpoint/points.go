@@ -2,9 +2,9 @@ package failpoint
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/fenceline/fenceline/internal/namelist"
 )
 
 // Names of the failpoints: the one place where each is documented. The election points
@@ -75,14 +75,8 @@ var (
 // Check returns an error wrapping ErrUnknown, listing the known names, if name is not a
 // failpoint.
 func Check(name string) error {
-	if slices.ContainsFunc(points, func(p Point) bool { return p.Name == name }) {
-		return nil
-	}
-	names := make([]string, len(points))
-	for i, p := range points {
-		names[i] = p.Name
-	}
-	return fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
+	_, err := namelist.Find(points, func(p Point) string { return p.Name }, name, ErrUnknown)
+	return err
 }
 
 // validate checks name and parses spec.

@@ -60,6 +60,26 @@ func InUse(log string) bool {
 	return strings.Contains(log, "Address already in use")
 }
 
+// Start runs start on port or, if port is 0, on a port from Get. A port picked here can
+// still be taken before the server binds it: if start fails for that (InUse), Start
+// tries again on another, three times in all. It returns start's last error.
+func Start(port int, start func(port int) error) error {
+	pick := port == 0
+	for attempt := 1; ; attempt++ {
+		if pick {
+			p, err := Get()
+			if err != nil {
+				return err
+			}
+			port = p
+		}
+		err := start(port)
+		if err == nil || !pick || attempt == 3 || !InUse(err.Error()) {
+			return err
+		}
+	}
+}
+
 // ephemeralLow is the first port of the kernel's ephemeral range (32768 on Linux by
 // default).
 func ephemeralLow() int {

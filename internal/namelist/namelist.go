@@ -1,5 +1,6 @@
 // Package namelist parses the comma-separated lists of names that the matrix commands take
 // (--variants, --targets): "all" or names, each looked up, duplicates dropped, order kept.
+// Find is the lookup of one name among named items.
 package namelist
 
 import (
@@ -31,4 +32,18 @@ func Pick[T any](flagName, list string, all []string, lookup func(string) (T, er
 		return nil, fmt.Errorf("--%s: none given", flagName)
 	}
 	return out, nil
+}
+
+// Find returns the item of items whose name (nameOf) is name. For a name that none has,
+// it returns unknown wrapped, with the name and the names known.
+func Find[T any](items []T, nameOf func(T) string, name string, unknown error) (T, error) {
+	names := make([]string, len(items))
+	for i, it := range items {
+		if nameOf(it) == name {
+			return it, nil
+		}
+		names[i] = nameOf(it)
+	}
+	var zero T
+	return zero, fmt.Errorf("%w %q (known: %s)", unknown, name, strings.Join(names, ", "))
 }

@@ -3,6 +3,7 @@ package namelist
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,18 @@ func TestPick(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Pick(%q) = %v, %v; want %v", tc.list, got, err, tc.want)
 		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	errUnknown := errors.New("unknown thing")
+	items := []string{"a", "b"}
+	id := func(s string) string { return s }
+	if got, err := Find(items, id, "b", errUnknown); got != "b" || err != nil {
+		t.Fatalf("Find b: %q, %v", got, err)
+	}
+	_, err := Find(items, id, "c", errUnknown)
+	if !errors.Is(err, errUnknown) || !strings.Contains(err.Error(), "(known: a, b)") {
+		t.Fatalf("Find c: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/internal/freeport"
+	"github.com/fenceline/fenceline/internal/testbin"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -94,12 +95,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pick := opts.Port == 0
-	if pick {
-		if opts.Port, err = freeport.Get(); err != nil {
-			return nil, err
-		}
-	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -129,19 +124,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.start(ctx)
-		if err == nil {
-			return s, nil
-		}
-		// A port picked here can still be taken before postgres binds it.
-		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
-			return nil, err
-		}
-		if s.port, err = freeport.Get(); err != nil {
-			return nil, err
-		}
+	err = freeport.Start(opts.Port, func(port int) error {
+		s.port = port
+		return s.start(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 func initdb(ctx context.Context, bin, data string, cred *syscall.Credential, extra ...string) error {
@@ -410,6 +400,20 @@ func New(tb testing.TB) *Server {
 		os.RemoveAll(dir)
 	})
 	return s
+}
+
+// Main is the whole TestMain of a test binary whose tests share one server (examples
+// take no testing.TB): it starts the server, sets *url to its URL, runs the tests,
+// kills the server and exits (testbin.MainWith).
+func Main(m *testing.M, url *string) {
+	testbin.MainWith(m, func(dir string) (func(), error) {
+		s, err := Start(context.Background(), Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		*url = s.URL()
+		return s.Kill, nil
+	})
 }
 
 func tail(b []byte, n int) string {

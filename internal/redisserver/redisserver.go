@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/internal/freeport"
+	"github.com/fenceline/fenceline/internal/testbin"
 )
 
 // ErrNotInstalled is returned when no redis-server binary can be found.
@@ -93,25 +94,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("redisserver: %w", err)
 	}
-	pick := opts.Port == 0
-	for attempt := 1; ; attempt++ {
-		if pick {
-			p, err := FreePort()
-			if err != nil {
-				return nil, err
-			}
-			opts.Port = p
-		}
-		s := &Server{opts: opts, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))}
-		err := s.Restart(ctx)
-		if err == nil {
-			return s, nil
-		}
-		// A port this package picked can still be taken before redis-server binds it.
-		if !pick || attempt == 3 || !freeport.InUse(err.Error()) {
-			return nil, err
-		}
+	var s *Server
+	err = freeport.Start(opts.Port, func(port int) error {
+		o := opts
+		o.Port = port
+		s = &Server{opts: o, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		return s.Restart(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 // Addr is host:port of the server.
@@ -298,6 +291,20 @@ func NewWith(tb testing.TB, opts Options) *Server {
 	}
 	tb.Cleanup(s.Kill)
 	return s
+}
+
+// Main is the whole TestMain of a test binary whose tests share one persistent server
+// (examples take no testing.TB): it starts the server, sets *addr to its address, runs
+// the tests, kills the server and exits (testbin.MainWith).
+func Main(m *testing.M, addr *string) {
+	testbin.MainWith(m, func(dir string) (func(), error) {
+		s, err := Start(context.Background(), Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		*addr = s.Addr()
+		return s.Kill, nil
+	})
 }
 
 func tail(b []byte, n int) string {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,30 +12,14 @@ import (
 	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/listener/pgstore"
+	"github.com/fenceline/fenceline/listener/storetest"
 )
 
 // pgURL is the PostgreSQL the tests and examples use: a server started for this test
 // binary.
 var pgURL string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pgstore-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv, err := pgserver.Start(context.Background(), pgserver.Options{Dir: dir})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err) // no PostgreSQL, no tests: fail, never skip
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	pgURL = srv.URL()
-	code := m.Run()
-	srv.Kill()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgserver.Main(m, &pgURL) }
 
 // Refund is a user's event: an order refunded, Seq-th in the payment provider's feed.
 type Refund struct {
@@ -48,19 +30,6 @@ type Refund struct {
 
 // Position is the refund's place in the feed: listener.Event.
 func (r Refund) Position() int64 { return r.Seq }
-
-// refundFeed is a listener.Source serving a fixed list of refunds.
-type refundFeed []Refund
-
-func (f refundFeed) Fetch(_ context.Context, cursor int64, limit int) ([]Refund, error) {
-	var out []Refund
-	for _, r := range f {
-		if r.Seq > cursor && len(out) < limit {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
 
 // ExampleStore records refunds in the service's own PostgreSQL database. Each batch's
 // rows are inserted on the transaction that moves the cursor, after the fence: a writer
@@ -97,7 +66,7 @@ func ExampleStore() {
 		fmt.Println(err)
 		return
 	}
-	feed := refundFeed{{1, "A-17", 1250}, {2, "B-3", 499}, {3, "C-9", 10000}}
+	feed := storetest.Feed[Refund]{{1, "A-17", 1250}, {2, "B-3", 499}, {3, "C-9", 10000}}
 	l, err := listener.New(listener.Config[Refund]{Store: store, Source: feed, BatchSize: 2})
 	if err != nil {
 		fmt.Println(err)
@@ -106,16 +75,11 @@ func ExampleStore() {
 
 	// A leader's term gives Run a context, cancelled when the term ends, and the term's
 	// fencing token (election.Term.Token). This term ends once the feed is ingested.
-	term, end := context.WithCancel(ctx)
-	go func() {
-		for cursor, _, _ := store.Load(term); cursor < 3; cursor, _, _ = store.Load(term) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		end()
-	}()
+	term, end := storetest.Until(ctx, store, 3)
 	if err := l.Run(term, 7); err != nil {
 		fmt.Println(err)
 	}
+	end()
 
 	var n, cents int64
 	_ = pool.QueryRow(ctx, `SELECT count(*), sum(cents) FROM refunds`).Scan(&n, &cents)
