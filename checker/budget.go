@@ -63,7 +63,13 @@ func (d Distribution) stat(name string) time.Duration {
 	return d.Max
 }
 
-// failoverBudget judges res's failover windows against budgets. A violation is dated at
+// FewSamples is the sample count below which a percentile is marked as standing on
+// too few windows (the reports mark it; a budget's message says so).
+const FewSamples = 5
+
+// failoverBudget judges res's failover windows against budgets. A budget over fewer
+// than FewSamples windows is judged all the same, and its message says how many; one
+// with no window of its kind is not judged and fails nothing. A violation is dated at
 // the first window of that kind longer than the limit.
 func failoverBudget(res *Result, budgets []Budget) CheckResult {
 	cr := CheckResult{Name: CheckFailoverBudget, Verdict: Valid}
@@ -77,8 +83,18 @@ func failoverBudget(res *Result, budgets []Budget) CheckResult {
 			}
 		}
 		got := d.stat(b.Stat)
-		if d.Count == 0 || got <= b.Limit {
-			ok = append(ok, fmt.Sprintf("%s %v (%d windows)", b, got, d.Count))
+		n := fmt.Sprintf("%d windows", d.Count)
+		if d.Count > 0 && d.Count < FewSamples {
+			// Judged all the same: a window over the limit is a breach however few
+			// there are; but the reader must know what the statistic stood on.
+			n = fmt.Sprintf("only %d windows, fewer than %d", d.Count, FewSamples)
+		}
+		switch {
+		case d.Count == 0:
+			ok = append(ok, fmt.Sprintf("%s not judged (no %s window)", b, b.Fault))
+			continue
+		case got <= b.Limit:
+			ok = append(ok, fmt.Sprintf("%s %v (%s)", b, got, n))
 			continue
 		}
 		var first int64
@@ -88,8 +104,8 @@ func failoverBudget(res *Result, budgets []Budget) CheckResult {
 				break
 			}
 		}
-		bad = append(bad, finding{at: first, what: fmt.Sprintf("budget %s exceeded: %s of %d %s windows is %v",
-			b, b.Stat, d.Count, b.Fault, got.Round(time.Millisecond))})
+		bad = append(bad, finding{at: first, what: fmt.Sprintf("budget %s exceeded: %s of the %s windows is %v (%s)",
+			b, b.Stat, b.Fault, got.Round(time.Millisecond), n)})
 	}
 	if len(bad) == 0 {
 		cr.Message = "every failover budget met: " + strings.Join(ok, "; ")

@@ -50,3 +50,20 @@ func TestFailoverBudget(t *testing.T) {
 		t.Error("the budget check ran without a budget")
 	}
 }
+
+// A budget over fewer than FewSamples windows is judged, and says what it stood on; a
+// budget with no window of its kind says it judged nothing.
+func TestFailoverBudgetSaysHowManyWindows(t *testing.T) {
+	res := &Result{Failover: []FailoverStats{{Fault: "kill", ToNewToken: Distribution{Count: 2, P50: time.Second, P99: 3 * time.Second, Max: 3 * time.Second}}},
+		Windows: []Window{{Fault: "kill", ToNewToken: 3 * time.Second, FirstNew: 42}}}
+	strict, _ := ParseBudgets("kill.p99=2s")
+	if c := failoverBudget(res, strict); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "p99 of the kill windows is 3s (only 2 windows, fewer than 5)") {
+		t.Errorf("a breach on 2 windows: %+v", c)
+	}
+	loose, _ := ParseBudgets("kill.p99=5s,pause.p99=1s")
+	c := failoverBudget(res, loose)
+	if c.Verdict != Valid || !strings.Contains(c.Message, "kill.p99=5s 3s (only 2 windows, fewer than 5)") ||
+		!strings.Contains(c.Message, "pause.p99=1s not judged (no pause window)") {
+		t.Errorf("met on 2 windows, none of pause: %+v", c)
+	}
+}
