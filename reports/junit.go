@@ -62,6 +62,7 @@ type junitProperty struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped"`
 	Error     *junitProblem `xml:"error"`
 	Failure   *junitProblem `xml:"failure"`

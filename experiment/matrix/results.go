@@ -4,6 +4,7 @@ package matrix
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,4 +113,40 @@ func Injected(run *history.Run) map[string]int {
 		}
 	}
 	return out
+}
+
+// JUnitFile is the experiment's junit.xml, in its Out directory: one case per run.
+const JUnitFile = "junit.xml"
+
+// WriteJUnit writes the experiment's junit.xml into dir: one test case per planned run
+// ("<row> (seed N)" of class "fenceline.<cmd>.<row>", with the run's time), in plan
+// order. fails says why judged run i fails the experiment ("" when it does not): what
+// counts as a failure is the experiment's. A run that was not judged (not completed,
+// not checked, unknown) is an error, one not run is skipped.
+func WriteJUnit(dir, cmd string, seeds Seeds, elapsed time.Duration, results []Result, fails func(i int, r Result) string) error {
+	cases := make([]reports.MatrixCase, len(results))
+	for i, r := range results {
+		c := reports.MatrixCase{Name: fmt.Sprintf("%s (seed %d)", r.Name, r.Seed), Class: "fenceline." + cmd + "." + r.Name}
+		if rs, err := r.Results(); err == nil {
+			c.Time = rs.Run.ElapsedNS
+		}
+		switch v := r.Verdict(); {
+		case r.NotRun:
+			c.Skipped = r.Incomplete()
+		case r.Incomplete() != "":
+			c.Error = r.Incomplete()
+		case v != checker.Valid && v != checker.Invalid:
+			c.Error = "the run's verdict is " + string(v)
+		default:
+			c.Failure = fails(i, r)
+		}
+		c.Out = fmt.Sprintf("%s; %s\n", r.Verdict(), r.Outcome.Dir)
+		cases[i] = c
+	}
+	f, err := os.Create(filepath.Join(dir, JUnitFile))
+	if err != nil {
+		return err
+	}
+	err = reports.MatrixJUnit(f, "fenceline "+cmd+" (seeds "+seeds.Range()+")", elapsed, [][2]string{{"seeds", seeds.Range()}}, cases)
+	return errors.Join(err, f.Close())
 }

@@ -139,6 +139,18 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitcode.Usage
 	}
+	// A fenced design judged invalid fails the command; an unfenced one so judged is
+	// the table's finding.
+	err = matrix.WriteJUnit(d.Dir(), "targets", cfg.seeds(), time.Since(began), results, func(i int, r matrix.Result) string {
+		if recs[i].Fenced && r.Verdict() == checker.Invalid {
+			return "the fenced target " + recs[i].Target + " was judged invalid (" + strings.Join(r.FailedChecks(), ", ") + ")"
+		}
+		return ""
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
+		return exitcode.Unknown
+	}
 	for i, r := range results {
 		if r.NotRun {
 			recs[i].Incomplete = r.Incomplete()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	for i, c := range cfg.Cells {
 		s := chaosrun.Spec{
 			Cmd: "topologies", Duration: cfg.Duration, Nodes: 3, Nemeses: []string{c.Fault},
-			Workload: wl, Backend: cmp.Or(cfg.Backend, "local"), LeaseTTL: 2 * time.Second, Variant: "reference",
+			Workload: wl, Backend: cmp.Or(cfg.Backend, "local"), LeaseTTL: election.DefaultLeaseTTL, Variant: "reference",
 			Binary: cfg.Binary, Quiet: true,
 			Redis:     backend.RedisSpec{Topology: c.Topology, MinReplicasToWrite: c.Mitigation.MinReplicas, MinReplicasMaxLag: 1},
 			RedisWait: c.Mitigation.Wait,
@@ -159,10 +160,18 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		rows[i] = matrix.Row{Name: CellName(c), Spec: s}
 	}
 	d := matrix.Driver{Cmd: "topologies", Out: cfg.Out, Parallel: cfg.Parallel, Progress: stderr}
+	began := time.Now()
 	results, err := d.Execute(ctx, matrix.ByRow(rows, seeds))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitcode.Usage
+	}
+	// An invalid run is the table's finding about a topology, not a failure of the
+	// command; a run that could not be judged is an error.
+	noFailure := func(int, matrix.Result) string { return "" }
+	if err := matrix.WriteJUnit(d.Dir(), "topologies", seeds, time.Since(began), results, noFailure); err != nil {
+		fmt.Fprintf(stderr, "fenceline topologies: %v\n", err)
+		return exitcode.Unknown
 	}
 	sums := make([]Summary, len(cfg.Cells))
 	row := map[string]int{}

@@ -97,12 +97,16 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	}
 	began := time.Now()
 	d := &matrix.Driver{Cmd: "validate", Out: cfg.Out, Progress: stderr, RunLog: stderr}
-	runs, err := runMatrix(ctx, d, base, plan)
+	runs, results, err := runMatrix(ctx, d, base, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
 	}
 	out := d.Dir()
+	if err := matrix.WriteJUnit(out, "validate", seeds, time.Since(began), results, failsValidate(plan)); err != nil {
+		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
+		return exitcode.Unknown
+	}
 	for i := range runs {
 		runs[i].Dir = d.Rel(runs[i].Dir) // as validate.md links them
 	}
@@ -190,7 +194,7 @@ func planMatrix(vs []variants.Variant, seeds matrix.Seeds) ([]plannedRun, error)
 // runMatrix runs plan in order with d, each run base with the run's variant, faults,
 // seed, store and workload, and records each outcome; d prints a line per run to its
 // Progress. Once ctx is done, the runs left are recorded as not run.
-func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan []plannedRun) ([]runRecord, error) {
+func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan []plannedRun) ([]runRecord, []matrix.Result, error) {
 	runs := make([]matrix.Run, len(plan))
 	for i, p := range plan {
 		s := base
@@ -198,7 +202,7 @@ func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan [
 		if p.Workload != "" {
 			wl, err := workloads.ByName(p.Workload)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s.Workload = wl
 		}
@@ -208,13 +212,27 @@ func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan [
 	d.Done = func(i int, r matrix.Result) string { return recordResult(plan[i], r).line() }
 	results, err := d.Execute(ctx, runs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]runRecord, len(plan))
 	for i, r := range results {
 		out[i] = recordResult(plan[i], r)
 	}
-	return out, nil
+	return out, results, nil
+}
+
+// failsValidate says why run i fails validate: a broken variant fails it by passing,
+// the reference by failing.
+func failsValidate(plan []plannedRun) func(int, matrix.Result) string {
+	return func(i int, r matrix.Result) string {
+		switch p := plan[i]; {
+		case p.Variant == variants.Reference && r.Verdict() != checker.Valid:
+			return "false alarm: the reference was judged " + string(r.Verdict()) + " (" + strings.Join(r.FailedChecks(), ", ") + ")"
+		case p.Variant != variants.Reference && r.Verdict() != checker.Invalid:
+			return "missed: the broken variant " + p.Variant + " was judged " + string(r.Verdict())
+		}
+		return ""
+	}
 }
 
 // runRecord is one run of the matrix and what came of it, as validate.json lists it.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -274,9 +275,26 @@ func TestRunMatrixInterrupted(t *testing.T) {
 		return chaosrun.Outcome{Dir: "d1", Code: exitcode.Invalid, Result: &checker.Result{Verdict: checker.Invalid, Start: 1,
 			Checks: []checker.CheckResult{{Name: checker.CheckStaleWrite, Verdict: checker.Invalid, FirstViolation: 1 + int64(5*time.Second), Offending: []string{"n1 commit"}}}}}
 	}
-	runs, err := runMatrix(ctx, d, chaosrun.Spec{}, plan)
+	runs, results, err := runMatrix(ctx, d, chaosrun.Spec{}, plan)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// junit.xml: the caught variant passes, the interrupted run is an error, the runs
+	// not made are skipped; a reference judged invalid would be a false alarm.
+	fails := failsValidate(plan)
+	if f := fails(0, results[0]); f != "" {
+		t.Errorf("a caught variant fails validate: %q", f)
+	}
+	ref := slices.IndexFunc(plan, func(p plannedRun) bool { return p.Variant == variants.Reference })
+	if f := fails(ref, results[0]); !strings.HasPrefix(f, "false alarm: the reference was judged invalid (no-stale-write)") {
+		t.Errorf("an invalid reference: %q", f)
+	}
+	if err := matrix.WriteJUnit(d.Dir(), "validate", matrix.Seeds{Count: 2}, time.Minute, results, fails); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.Dir(), matrix.JUnitFile)); err != nil ||
+		!strings.Contains(string(b), `tests="4" failures="0" errors="1" skipped="2"`) || !strings.Contains(string(b), `name="no-fence (seed 1)" classname="fenceline.validate.no-fence"`) {
+		t.Errorf("junit.xml (%v):\n%s", err, b)
 	}
 	if calls != 2 || len(runs) != 4 {
 		t.Fatalf("%d calls, %d records", calls, len(runs))
