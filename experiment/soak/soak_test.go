@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -358,6 +359,27 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("Run(%+v): no error", c)
+		}
+	}
+}
+
+// The soak's junit.xml has a case per run: the invalid run fails, and a planned run that
+// has not finished is skipped, never a pass.
+func TestSoakJUnit(t *testing.T) {
+	out := t.TempDir()
+	WriteTestSlot(t, out, 0, 3, 1, TestRun{Cursor: 10}, true)
+	WriteTestSlot(t, out, 1, 3, 1, TestRun{Verdict: checker.Invalid, Cursor: 5, Sink: []int64{1, 2, 2, 5}}, true)
+	runs, err := LoadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Summarize(runs, []int{0, 1, 2}).JUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`tests="3" failures="1" errors="0" skipped="1"`, `name="run-0 (seed 1)" classname="fenceline.soak"`, `name="run-2" classname="fenceline.soak"`, "<skipped>not finished</skipped>"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("junit.xml lacks %q:\n%s", want, b.String())
 		}
 	}
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -221,18 +222,47 @@ func ExpectedOf(runs []Record) []int {
 	return out
 }
 
-// WriteFiles writes name.md and name.json of s into dir.
+// WriteFiles writes name.md, name.json and name.junit.xml of s into dir.
 func (s *Summary) WriteFiles(dir, name string) error {
-	var md bytes.Buffer
+	var md, ju bytes.Buffer
 	s.Markdown(&md)
 	js, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
+	if err := s.JUnit(&ju); err != nil {
+		return err
+	}
 	if err := writeAtomic(filepath.Join(dir, name+".md"), md.Bytes()); err != nil {
 		return err
 	}
+	if err := writeAtomic(filepath.Join(dir, name+".junit.xml"), ju.Bytes()); err != nil {
+		return err
+	}
 	return writeAtomic(filepath.Join(dir, name+".json"), append(js, '\n'))
+}
+
+// JUnit writes the soak as one test suite with a case per run ("run-NNN (seed S)"):
+// an invalid run is a failure, an unknown one an error, and a planned run that has not
+// finished is skipped, so that a partial soak never looks green.
+func (s *Summary) JUnit(w io.Writer) error {
+	var cases []reports.MatrixCase
+	for _, r := range s.Runs {
+		c := reports.MatrixCase{Name: fmt.Sprintf("run-%s (seed %d)", idxText(r.Index), r.Seed), Class: "fenceline.soak",
+			Time: r.Elapsed, Out: string(r.Verdict) + "; " + r.Dir + "\n"}
+		switch r.Verdict {
+		case checker.Valid:
+		case checker.Invalid:
+			c.Failure = cmp.Or(r.Reason, "invalid")
+		default:
+			c.Error = cmp.Or(r.Reason, "unknown")
+		}
+		cases = append(cases, c)
+	}
+	for _, i := range s.Missing {
+		cases = append(cases, reports.MatrixCase{Name: fmt.Sprintf("run-%d", i), Class: "fenceline.soak", Skipped: "not finished"})
+	}
+	return reports.MatrixJUnit(w, "fenceline soak", s.Elapsed, [][2]string{{"verdict", string(s.Verdict)}}, cases)
 }
 
 func writeAtomic(path string, b []byte) error {
