@@ -56,6 +56,12 @@ func (v *view) summary(w io.Writer) error {
 			fmt.Fprintf(&b, "%s\n", t.MoreNote())
 		}
 	}
+	if back := v.wayBack(); back != nil {
+		fmt.Fprintf(&b, "\nTHE WAY BACK\n%s\n", wayBackIntro)
+		for _, c := range back {
+			fmt.Fprintf(&b, "  %s\n", c)
+		}
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -27,9 +27,15 @@ func TestReportsEndWithTheWayBack(t *testing.T) {
 			if tc.unknown {
 				res.Checks[0].Verdict, res.Verdict = checker.Unknown, checker.Unknown
 			}
-			var md, page bytes.Buffer
+			var md, page, term bytes.Buffer
 			if err := Markdown(&md, run, res); err != nil {
 				t.Fatal(err)
+			}
+			if err := Summary(&term, run, res); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.HasSuffix(term.String(), "  fenceline-chaos chaos --replay "+shellQuote(tc.dir)+"\n  fenceline-chaos shrink "+shellQuote(tc.dir)+"\n"); got != tc.want {
+				t.Errorf("the console summary ends with the way back: %v, want %v", got, tc.want)
 			}
 			if err := HTML(&page, run, res); err != nil {
 				t.Fatal(err)
