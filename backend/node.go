@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/fenceline/fenceline/election"
 )
 
 // Spec is what a cluster runs, whatever the backend.
@@ -174,7 +176,7 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 func (o NodeOptions) Env(id, redisAddr, sourceURL, control, addrFile, historyPath string) []string {
 	lease := o.LeaseTTL
 	if lease <= 0 {
-		lease = 2 * time.Second
+		lease = election.DefaultLeaseTTL
 	}
 	env := []string{
 		"FENCELINE_NODE_ID=" + id,

@@ -2,7 +2,6 @@ package node
 
 import (
 	"flag"
-	"time"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/listener"
@@ -22,7 +21,7 @@ func AddFlags(fs *flag.FlagSet) (*Config, *redisconn.Flags) {
 	conn.AddWait(fs)
 	fs.StringVar(&c.Source, "source", "http://127.0.0.1:8000", "event source URL")
 	fs.StringVar(&c.Election, "election", election.DefaultName, "election name: the hash tag of every key (no braces)")
-	fs.DurationVar(&c.Lease, "lease-ttl", 2*time.Second, "lease TTL")
+	fs.DurationVar(&c.Lease, "lease-ttl", election.DefaultLeaseTTL, "lease TTL")
 	fs.DurationVar(&c.Renew, "renew-interval", 0, "time between renewals (0: lease-ttl/3)")
 	fs.DurationVar(&c.Retry, "retry-interval", 0, "longest wait of a standby between acquire attempts (0: lease-ttl/4)")
 	fs.IntVar(&c.Batch, "batch", listener.DefaultBatchSize, "events per commit")

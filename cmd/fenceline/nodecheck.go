@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/fenceline/fenceline/election"
+
 	"github.com/fenceline/fenceline/experiment/nodecheck"
 )
 
@@ -17,7 +19,7 @@ func runNodeCheck(args []string, stdout, stderr io.Writer) int {
 	var cfg nodecheck.Config
 	fs := flag.NewFlagSet("node-check", flag.ContinueOnError)
 	fs.StringVar(&cfg.Cmd, "node-cmd", "", "the node's command line, as for 'fenceline chaos --node-cmd' (required)")
-	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease TTL given to the node")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", election.DefaultLeaseTTL, "lease TTL given to the node")
 	fs.DurationVar(&cfg.Lead, "lead", 15*time.Second, "how long the node has to lead and commit")
 	fs.StringVar(&cfg.Dir, "out", "", "directory that receives the check's run (default: a new temporary directory, kept)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {

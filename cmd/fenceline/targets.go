@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/election"
+
 	"github.com/fenceline/fenceline/experiment/targetmatrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/targets"
@@ -25,7 +27,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 3, "seeds per target (K)")
 	duration := fs.Duration("duration", 60*time.Second, "length of each run's chaos phase")
 	nem := fs.String("nemesis", "all", "faults of every run (as for chaos)")
-	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL")
+	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL")
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	out := fs.String("out", "reports/targets", "directory that receives the runs and targets.json")
 	table := fs.String("table", "reports/targets.md", "Markdown file that receives the table")

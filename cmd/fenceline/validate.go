@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceline/fenceline/election"
+
 	"github.com/fenceline/fenceline/experiment/validate"
 )
 
@@ -22,7 +24,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 3, "seeds per variant (K)")
 	duration := fs.Duration("duration", 60*time.Second, "length of each run's chaos phase")
 	names := fs.String("variants", "all", "broken variants to run, comma-separated, or all: "+strings.Join(validate.BrokenNames(), ", "))
-	lease := fs.Duration("lease-ttl", 2*time.Second, "lease TTL of the election")
+	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL of the election")
 	out := fs.String("out", "reports/validate", "directory that receives the runs, "+validate.Markdown+" and "+validate.JSONFile)
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	if code, ok := parseFlags(fs, args, stderr); !ok {

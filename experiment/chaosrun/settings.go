@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenceline/fenceline/election"
+
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
@@ -41,7 +43,7 @@ func (st *Settings) AddFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&st.Seed, "seed", 0, "seed of the fault schedule; the same seed gives the same schedule (0: pick one from the clock)")
 	fs.StringVar(&st.WorkloadName, "workload", "listener", "what the nodes do: listener or register")
 	fs.StringVar(&st.Backend, "backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
-	fs.DurationVar(&st.LeaseTTL, "lease-ttl", 2*time.Second, "lease TTL of the election (>= 100ms)")
+	fs.DurationVar(&st.LeaseTTL, "lease-ttl", election.DefaultLeaseTTL, "lease TTL of the election (>= 100ms)")
 	fs.StringVar(&st.Store, "store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own: a process on the local backend, a container of fenceline-postgres:dev on docker; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
 	fs.StringVar(&st.Variant, "variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	fs.StringVar(&st.Target, "target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/election"
+
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/reports"
@@ -47,7 +49,7 @@ func WriteTestRun(tb testing.TB, dir string, seed int64, tr TestRun) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
 	run := &history.Run{Dir: dir,
 		Info: history.RunInfo{Seed: seed, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "local",
-			Nemeses: []string{"kill"}, LeaseTTL: 2 * time.Second, Duration: 5 * time.Second, Start: start,
+			Nemeses: []string{"kill"}, LeaseTTL: election.DefaultLeaseTTL, Duration: 5 * time.Second, Start: start,
 			HealTime: start + int64(5*time.Second), End: start + int64(6*time.Second), Persistence: true,
 			Election: "fenceline", Interrupted: tr.Interrupted, RedisPeakMemory: tr.RedisPeakMemory,
 			StartCursor: tr.StartCursor},
