@@ -108,7 +108,9 @@
 //	  "throughput": {"warmup_ns", "warmup_events", "outside_ns", "outside_events",
 //	                 "outside_terms", "source_rate"?},  // omitted when not measured
 //	  "changes": [{"at_ns", "old_node", "old_token", "new_node", "new_token",
-//	               "last_old_at_ns", "gap_ns", "fault"?, "fault_node"?}],
+//	               "last_old_at_ns", "gap_ns",
+//	               "cause"?,                          // the checker's: "fault", "stall", "after-heal"; omitted: nothing explains it
+//	               "fault"?, "fault_node"?}],
 //	  "rejections": [{"at_ns", "node", "op", "token", "from", "to",
 //	                  "store_token",                  // highest token accepted before; 0 if unknown
 //	                  "seen_by": "node" | "audit"}],  // audit: the node never learned the outcome
