@@ -198,7 +198,12 @@ func (v *view) junit(w io.Writer) error {
 	}
 	s.Tests = len(s.Cases)
 	s.SystemOut = v.headline() + "\n" + v.oneLine() + "\nReport: " + HTMLFile + ", " + MarkdownFile + ", " + ResultsFile + "\n"
-	doc := junitSuites{Name: "fenceline", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: length, Suites: []junitSuite{s}}
+	return writeJUnit(w, s)
+}
+
+// writeJUnit writes suite as the one test suite of a junit.xml document.
+func writeJUnit(w io.Writer, s junitSuite) error {
+	doc := junitSuites{Name: "fenceline", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: s.Time, Suites: []junitSuite{s}}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

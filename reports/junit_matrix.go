@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"encoding/xml"
 	"io"
 	"strconv"
 	"time"
@@ -47,14 +46,5 @@ func MatrixJUnit(w io.Writer, suite string, elapsed time.Duration, props [][2]st
 		s.Cases = append(s.Cases, tc)
 	}
 	s.Tests = len(s.Cases)
-	doc := junitSuites{Name: "fenceline", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: s.Time, Suites: []junitSuite{s}}
-	b, err := xml.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return writeJUnit(w, s)
 }
