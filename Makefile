@@ -20,7 +20,7 @@ LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 BUDGET    ?=
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak targets topologies
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak campaign targets topologies
 
 all: build
 
@@ -130,6 +130,18 @@ given = $(filter command line environment,$(origin $(1)))
 soak: check-deps build
 	$(CHAOS_BIN) soak --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) --shard $(SHARD) \
 	  --duration $(if $(call given,DURATION),$(DURATION),5m) --out $(if $(call given,OUT),$(OUT),reports/soak)
+
+# campaign is the false-alarm campaign (docs/campaign.md): a soak of SEEDS runs (default
+# 300) of DURATION (default 30s) cut into one block per profile of
+# experiment/soak/campaign.profiles (the reference, the fenced targets and the Python node
+# in every configuration the docs call safe, both backends), into OUT (default
+# reports/campaign). Every run must be valid. SHARD as for soak; it builds the images and
+# needs PostgreSQL and Debian's python3-redis.
+campaign: check-test-deps build
+	$(GO) run ./docker/cmd/images -postgres
+	$(CHAOS_BIN) soak --profiles experiment/soak/campaign.profiles --seeds $(if $(call given,SEEDS),$(SEEDS),300) \
+	  --seed $(if $(call given,SEED),$(SEED),1) --shard $(SHARD) --duration $(if $(call given,DURATION),$(DURATION),30s) \
+	  --out $(if $(call given,OUT),$(OUT),reports/campaign)
 
 # targets runs every target (the reference, redsync and redislock with and without a
 # fence) under the same seeds and faults (defaults: 3 seeds x 60s, all faults, plus one

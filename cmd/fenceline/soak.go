@@ -23,6 +23,10 @@ func runSoak(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.StringVar(&cfg.Out, "out", "reports/soak", "soak directory: run i goes to OUT/run-NNN; finished runs found there are not run again")
 	fs.StringVar(&cfg.Binary, "binary", "", "fenceline binary each run executes (default: this executable)")
+	fs.Func("profiles", "a campaign: FILE holds profiles, one 'NAME: CHAOS FLAGS' per line; the runs are cut into one block of seeds per profile, and each run gets its profile's flags", func(v string) (err error) {
+		cfg.Profiles, err = soak.LoadProfiles(v)
+		return err
+	})
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

@@ -43,6 +43,8 @@ type Record struct {
 	// Binary is the SHA-256 (first 12 hex digits) of the fenceline binary that ran;
 	// "" when not known.
 	Binary string `json:"binary_sha256,omitempty"`
+	// Profile is the campaign profile the run belongs to; "" in a plain soak.
+	Profile string `json:"profile,omitempty"`
 	// Dir is the run directory, relative to the soak directory when it is inside it.
 	Dir string `json:"dir"`
 	// ExitCode is the chaos command's exit code; -1 if not known (killed by a signal,
@@ -72,6 +74,8 @@ type Record struct {
 	Faults            int   `json:"faults"`
 	// Failover is the run's failover statistics per fault kind.
 	Failover []reports.Failover `json:"failover"`
+	// FailedChecks names the checks that judged the run invalid, in results.json's order.
+	FailedChecks []string `json:"failed_checks,omitempty"`
 }
 
 // unknownRun is a run of which nothing was measured yet.
@@ -112,6 +116,12 @@ func (r *Record) fill(dir string) {
 	r.LeaderChanges, r.FencingRejections = res.LeaderChanges, res.FencingRejections
 	r.Faults = int(res.Ops.Faults)
 	r.Failover = res.Failover
+	r.FailedChecks = nil
+	for _, c := range res.Checks {
+		if c.Verdict == checker.Invalid {
+			r.FailedChecks = append(r.FailedChecks, c.Name)
+		}
+	}
 	if r.Failover == nil {
 		r.Failover = []reports.Failover{}
 	}
@@ -229,7 +239,7 @@ func loadSlot(soakDir string, index int) (r Record, done bool, err error) {
 		// The soak was killed after the run finished, before it wrote the marker.
 		r = unknownRun(index, 0)
 		if ok {
-			r.Seed, r.Planned, r.Seed0, r.ChaosDuration, r.Binary = m.Seed, m.Planned, m.Seed0, m.ChaosDuration, m.Binary
+			r.Seed, r.Planned, r.Seed0, r.ChaosDuration, r.Binary, r.Profile = m.Seed, m.Planned, m.Seed0, m.ChaosDuration, m.Binary, m.Profile
 		}
 		r.Dir = rel(soakDir, runDir)
 		r.fill(runDir)

@@ -35,6 +35,9 @@ type Config struct {
 	Shard Shard
 	// ChaosArgs are extra flags passed to every chaos command (after the soak's own).
 	ChaosArgs []string
+	// Profiles make the soak a campaign over several configurations: each run also
+	// gets its profile's flags (see ProfileOf). None: every run is the same.
+	Profiles []Profile
 	// RunTimeout bounds one run: past it the run gets SIGINT, as on Ctrl-C, and counts
 	// as unknown (a hung run must not hang the soak). Default 2 × Duration + 10m.
 	RunTimeout time.Duration
@@ -119,6 +122,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: negative duration %s", ErrBadConfig, c.Duration)
 	case c.Seed0 < 1 || c.Seed0 > 1<<62:
 		return fmt.Errorf("%w: base seed %d, want 1..2^62", ErrBadConfig, c.Seed0)
+	case len(c.Profiles) > c.Runs:
+		return fmt.Errorf("%w: %d profiles but %d runs: every profile needs a run", ErrBadConfig, len(c.Profiles), c.Runs)
 	case c.Shard.I < 1 || c.Shard.I > c.Shard.N:
 		return fmt.Errorf("%w: shard %d/%d", ErrBadShard, c.Shard.I, c.Shard.N)
 	}
@@ -176,6 +181,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			(r.ChaosDuration != 0 && r.ChaosDuration != cfg.Duration) {
 			return nil, fmt.Errorf("%w: %s has seed %d of %d runs of %s from base seed %d; this soak has seed %d of %d runs of %s from base seed %d: use another output directory",
 				ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Seed, r.Planned, r.ChaosDuration, r.Seed0, seed, cfg.Runs, cfg.Duration, cfg.Seed0)
+		}
+		if p := ProfileOf(cfg.Profiles, cfg.Runs, i); r.Planned != 0 && r.Profile != p.Name {
+			return nil, fmt.Errorf("%w: %s ran profile %q; this soak's run %d is profile %q: use another output directory",
+				ErrOtherSoak, filepath.Join(cfg.Out, slotName(i)), r.Profile, i, p.Name)
 		}
 		cfg.Logger.Info("run-already-finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
 		finished[i] = r
@@ -246,15 +255,17 @@ func (c *Config) runOne(ctx context.Context, index int, seed int64) (Record, err
 		return Record{}, fmt.Errorf("soak: %w", err)
 	}
 	defer logf.Close()
+	profile := ProfileOf(c.Profiles, c.Runs, index)
 	args := append([]string{"chaos", "--duration", c.Duration.String(), "--seed", strconv.FormatInt(seed, 10),
 		"--out", slot, "--quiet"}, c.ChaosArgs...)
+	args = append(args, profile.Args...)
 	cmd := exec.Command(c.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group: a Ctrl-C on the terminal reaches only the soak, which
 	// forwards exactly one SIGINT to the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r := unknownRun(index, seed)
-	r.Planned, r.Seed0, r.ChaosDuration, r.Binary = c.Runs, c.Seed0, c.Duration, c.binarySum
+	r.Planned, r.Seed0, r.ChaosDuration, r.Binary, r.Profile = c.Runs, c.Seed0, c.Duration, c.binarySum, profile.Name
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		r.Reason = fmt.Sprintf("could not start the chaos command: %v", err)

@@ -65,8 +65,27 @@ type Summary struct {
 	// sorted: more than one means the runs did not all test the same build.
 	Binaries []string `json:"binaries"`
 	// Failover is the worst failover window per fault kind, sorted by kind.
-	Failover []Worst  `json:"failover"`
-	Runs     []Record `json:"runs"`
+	Failover []Worst `json:"failover"`
+	// Profiles sums a campaign's runs per profile, in the order profiles first appear
+	// among the runs; empty for a plain soak.
+	Profiles []ProfileSum `json:"profiles"`
+	Runs     []Record     `json:"runs"`
+}
+
+// ProfileSum is a campaign profile's runs.
+type ProfileSum struct {
+	Name    string `json:"name"`
+	Valid   int    `json:"valid"`
+	Invalid int    `json:"invalid"`
+	Unknown int    `json:"unknown"`
+	// FailedChecks counts, per check, the profile's runs it judged invalid.
+	FailedChecks map[string]int `json:"failed_checks"`
+	Faults       int            `json:"faults"`
+	// Events, Lost and Duplicated are summed over the runs whose counts are known.
+	Events     int64         `json:"events"`
+	Lost       int64         `json:"lost"`
+	Duplicated int64         `json:"duplicated"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
 }
 
 // Worst is one fault kind's failover windows over every run of a soak. Percentiles
@@ -87,9 +106,11 @@ type Worst struct {
 // soak's, or a shard's); an index with no finished run among runs is missing and
 // makes the soak unknown. Interrupted runs are not summed up.
 func Summarize(runs []Record, expected []int) *Summary {
-	s := &Summary{Schema: SummarySchema, Expected: len(expected), Missing: []int{}, Failover: []Worst{}, Runs: []Record{}, Binaries: []string{}}
+	s := &Summary{Schema: SummarySchema, Expected: len(expected), Missing: []int{}, Failover: []Worst{}, Runs: []Record{},
+		Binaries: []string{}, Profiles: []ProfileSum{}}
 	have := map[int]bool{}
 	worst := map[string]*Worst{}
+	profiles := map[string]int{} // index in s.Profiles
 	var verdicts []checker.Verdict
 	for _, r := range runs {
 		if r.Interrupted {
@@ -105,6 +126,9 @@ func Summarize(runs []Record, expected []int) *Summary {
 			s.Invalid++
 		default:
 			s.Unknown++
+		}
+		if r.Profile != "" {
+			s.addToProfile(profiles, r)
 		}
 		if r.Events < 0 || r.Lost < 0 || r.Duplicated < 0 {
 			s.CountsUnknown++
@@ -157,6 +181,34 @@ func Summarize(runs []Record, expected []int) *Summary {
 	}
 	s.Verdict = checker.Combine(verdicts...)
 	return s
+}
+
+func (s *Summary) addToProfile(index map[string]int, r Record) {
+	i, ok := index[r.Profile]
+	if !ok {
+		i = len(s.Profiles)
+		index[r.Profile] = i
+		s.Profiles = append(s.Profiles, ProfileSum{Name: r.Profile, FailedChecks: map[string]int{}})
+	}
+	p := &s.Profiles[i]
+	switch r.Verdict {
+	case checker.Valid:
+		p.Valid++
+	case checker.Invalid:
+		p.Invalid++
+	default:
+		p.Unknown++
+	}
+	for _, c := range r.FailedChecks {
+		p.FailedChecks[c]++
+	}
+	p.Faults += max(r.Faults, 0)
+	if r.Events >= 0 && r.Lost >= 0 && r.Duplicated >= 0 {
+		p.Events += r.Events
+		p.Lost += r.Lost
+		p.Duplicated += r.Duplicated
+	}
+	p.Elapsed += r.Elapsed
 }
 
 // Merge joins the runs of several soak directories or summaries (the shards of one
@@ -248,7 +300,11 @@ func (s *Summary) WriteFiles(dir, name string) error {
 func (s *Summary) JUnit(w io.Writer) error {
 	var cases []reports.MatrixCase
 	for _, r := range s.Runs {
-		c := reports.MatrixCase{Name: fmt.Sprintf("run-%s (seed %d)", idxText(r.Index), r.Seed), Class: "fenceline.soak",
+		class := "fenceline.soak"
+		if r.Profile != "" {
+			class += "." + r.Profile
+		}
+		c := reports.MatrixCase{Name: fmt.Sprintf("run-%s (seed %d)", idxText(r.Index), r.Seed), Class: class,
 			Time: r.Elapsed, Out: string(r.Verdict) + "; " + r.Dir + "\n"}
 		switch r.Verdict {
 		case checker.Valid:
@@ -369,23 +425,55 @@ func (s *Summary) tables() []table {
 		fo.rows = append(fo.rows, row)
 	}
 
+	prof := table{title: "Profiles",
+		header: []string{"profile", "runs", "valid / invalid / unknown", "checks failed (runs)", "faults", "events", "lost / dup", "time in runs"},
+		right:  []bool{false, true, false, false, true, true, true, true}}
+	for _, p := range s.Profiles {
+		prof.rows = append(prof.rows, []string{p.Name, strconv.Itoa(p.Valid + p.Invalid + p.Unknown),
+			fmt.Sprintf("%d / %d / %d", p.Valid, p.Invalid, p.Unknown), checkCounts(p.FailedChecks), group(int64(p.Faults)),
+			group(p.Events), group(p.Lost) + " / " + group(p.Duplicated), p.Elapsed.Round(time.Second).String()})
+	}
+
 	runs := table{title: "Runs",
 		header: []string{"run", "seed", "verdict", "events", "lost", "dup", "leader changes", "faults", "runner peak", "Redis peak", "time", "directory"},
 		right:  []bool{true, true, false, true, true, true, true, true, true, true, true, false}}
+	if len(s.Profiles) > 0 {
+		runs.header = slices.Insert(runs.header, 2, "profile")
+		runs.right = slices.Insert(runs.right, 2, false)
+	}
 	for _, r := range s.Runs {
 		v := string(r.Verdict)
 		if r.Reason != "" && r.Verdict != checker.Valid {
 			v += ": " + r.Reason
 		}
-		runs.rows = append(runs.rows, []string{idxText(r.Index), strconv.FormatInt(r.Seed, 10), v,
+		row := []string{idxText(r.Index), strconv.FormatInt(r.Seed, 10), v,
 			count(r.Events), count(r.Lost), count(r.Duplicated), count(int64(r.LeaderChanges)), count(int64(r.Faults)),
-			bytesText(r.RunnerPeakRSS, 0), bytesText(r.RedisPeakMemory, 0), r.Elapsed.Round(time.Second).String(), r.Dir})
+			bytesText(r.RunnerPeakRSS, 0), bytesText(r.RedisPeakMemory, 0), r.Elapsed.Round(time.Second).String(), r.Dir}
+		if len(s.Profiles) > 0 {
+			row = slices.Insert(row, 2, r.Profile)
+		}
+		runs.rows = append(runs.rows, row)
 	}
 	out := []table{totals}
+	if len(prof.rows) > 0 {
+		out = append(out, prof)
+	}
 	if len(fo.rows) > 0 {
 		out = append(out, fo)
 	}
 	return append(out, runs)
+}
+
+// checkCounts writes "name n, ..." sorted by name, or "—".
+func checkCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	var b []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = append(b, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(b, ", ")
 }
 
 // mdEscape escapes the characters Markdown would read as emphasis.
