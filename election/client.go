@@ -1,6 +1,8 @@
 package election
 
 import (
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,3 +33,23 @@ func ClientOptions(addr string) *redis.Options {
 
 // NewClient returns redis.NewClient(ClientOptions(addr)). The caller closes it.
 func NewClient(addr string) *redis.Client { return redis.NewClient(ClientOptions(addr)) }
+
+// refusedUnrun reports whether err is a Redis error reply that the server gives before
+// it runs a command: the command had no effect, so its outcome is a failure, not
+// unknown. MOVED and ASK (another node serves the slot: a Redis Cluster failover),
+// CLUSTERDOWN and TRYAGAIN (the slot is not served now), LOADING (the dataset is being
+// loaded) and MASTERDOWN (a replica that lost its primary) are. A script's own errors
+// are not: a script that fails halfway keeps the writes it made.
+func refusedUnrun(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"MOVED ", "ASK ", "CLUSTERDOWN ", "TRYAGAIN ", "LOADING ", "MASTERDOWN "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

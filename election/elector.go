@@ -159,6 +159,11 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		err = ferr // the reply is lost: Redis may have issued a token
 	}
 	switch {
+	case err != nil && refusedUnrun(err):
+		// Refused before it ran (a MOVED after a Redis Cluster failover): no token.
+		complete(Result{Outcome: Fail, Err: err})
+		e.log.Warn("acquire-refused", slog.Any("error", err))
+		return e.cfg.RetryInterval, sub.C()
 	case err != nil:
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
@@ -228,7 +233,11 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 	cancel()
 	switch {
 	case err != nil:
-		complete(Result{Outcome: Unknown, Token: token, Err: err})
+		outcome := Unknown
+		if refusedUnrun(err) {
+			outcome = Fail // not run; the next attempt may still adopt the term
+		}
+		complete(Result{Outcome: outcome, Token: token, Err: err})
 		e.log.Warn("acquire-failed", slog.Int64("token", token), slog.Any("error", err))
 		e.adopting = token // still ours to adopt if the next attempt finds it
 		return e.cfg.RetryInterval, sub.C()
