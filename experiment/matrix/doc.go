@@ -1,7 +1,7 @@
 //go:build chaos
 
 // Package matrix is the one driver of fenceline's multi-run experiments (`fenceline
-// validate`, `targets`, `topologies`): a plan of rows, each a named configuration of
+// validate`, `targets`, `topologies`, `soak`): a plan of rows, each a named configuration of
 // one chaos run (a chaosrun.Spec), crossed with seeds N..N+K-1, run through
 // experiment/chaosrun in this process, one after another or several at once, each
 // into OUT/runs/<row>/<timestamp>-<seed> (chaosrun.NewRunDir). It reads each run's
@@ -18,6 +18,7 @@
 // What it does not do: judge. A Result carries the chaos run's outcome (exit code,
 // checker result, error); what counts as a detection, a false alarm or a failure is
 // the experiment's. It does not resume: an experiment run again runs every planned
-// run again, into new run directories beside the old ones. It exists in chaos builds
-// only.
+// run again, into new run directories beside the old ones (soak resumes by planning
+// only its unfinished slots, and runs each as a subprocess through its own Exec). It
+// exists in chaos builds only.
 package matrix

@@ -1,3 +1,5 @@
+//go:build chaos
+
 // Package soak runs many seeded all-fault chaos runs one after another and sums them up
 // in one table: runs valid, invalid and unknown; events ingested, lost or duplicated;
 // leader changes; the worst failover window per fault kind; and the peak memory of the

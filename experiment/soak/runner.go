@@ -1,3 +1,5 @@
+//go:build chaos
+
 package soak
 
 import (
@@ -11,11 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/history"
 )
 
@@ -189,28 +194,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		cfg.Logger.Info("run-already-finished", "run", i, "seed", seed, "verdict", string(r.Verdict))
 		finished[i] = r
 	}
-	var runErr error
-	for n, i := range todo {
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
-			break
-		}
-		seed := SeedOf(cfg.Seed0, i)
-		if err := moveAside(cfg.Out, i); err != nil {
-			return nil, err
-		}
-		cfg.Logger.Info("run-starting", "run", i, "seed", seed, "of", fmt.Sprintf("%d/%d", n+1, len(todo)))
-		r, err := cfg.runOne(ctx, i, seed)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Logger.Info("run-finished", "run", i, "seed", seed, "verdict", string(r.Verdict), "exit", r.ExitCode,
-			"runner_peak_mb", float64(r.RunnerPeakRSS)/1e6, "reason", r.Reason)
-		if r.Interrupted {
-			runErr = ctx.Err()
-			break
-		}
-		finished[i] = r
+	runErr, err := cfg.runAll(ctx, todo, finished)
+	if err != nil {
+		return nil, err
 	}
 	var runs []Record
 	for _, i := range indices {
@@ -223,6 +209,57 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return s, fmt.Errorf("soak: write summary: %w", err)
 	}
 	return s, runErr
+}
+
+// runAll runs the slots todo one after another on the matrix driver (one row per slot,
+// so the driver's plan order is the soak's), adding each finished run to finished. It
+// returns ctx's error when a run was interrupted or ctx ended first, and an error of the
+// soak itself (a slot it cannot write), which ends it at once.
+func (c *Config) runAll(parent context.Context, todo []int, finished map[int]Record) (runErr, err error) {
+	plan := make([]matrix.Run, len(todo))
+	index := map[string]int{}
+	for n, i := range todo {
+		name := slotName(i)
+		index[name] = i
+		plan[n] = matrix.Run{Row: matrix.Row{Name: name}, Seed: SeedOf(c.Seed0, i)}
+	}
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
+	var soakErr error
+	interrupted := false
+	d := matrix.Driver{Cmd: "soak", Out: c.Out, Exec: func(ctx context.Context, run matrix.Run) chaosrun.Outcome {
+		i := index[run.Name]
+		if err := moveAside(c.Out, i); err != nil {
+			soakErr = err
+			stop()
+			return chaosrun.Outcome{RunErr: err}
+		}
+		c.Logger.Info("run-starting", "run", i, "seed", run.Seed, "of", fmt.Sprintf("%d/%d", slices.Index(todo, i)+1, len(todo)))
+		r, err := c.runOne(ctx, i, run.Seed)
+		if err != nil {
+			soakErr = err
+			stop()
+			return chaosrun.Outcome{RunErr: err}
+		}
+		c.Logger.Info("run-finished", "run", i, "seed", run.Seed, "verdict", string(r.Verdict), "exit", r.ExitCode,
+			"runner_peak_mb", float64(r.RunnerPeakRSS)/1e6, "reason", r.Reason)
+		if r.Interrupted { // ctx has ended: the driver starts no other run
+			interrupted = true
+			return chaosrun.Outcome{Dir: r.Dir, Code: r.ExitCode}
+		}
+		finished[i] = r
+		return chaosrun.Outcome{Dir: r.Dir, Code: r.ExitCode}
+	}}
+	results, err := d.Execute(ctx, plan)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("soak: %w", err)
+	case soakErr != nil:
+		return nil, soakErr
+	case interrupted || (len(results) > 0 && results[len(results)-1].NotRun):
+		return parent.Err(), nil
+	}
+	return nil, nil
 }
 
 // moveAside renames an existing, unfinished slot to run-NNN.incomplete-K.
