@@ -84,6 +84,9 @@ type NodeOptions struct {
 	LeaseTTL      time.Duration
 	RenewInterval time.Duration
 	RetryInterval time.Duration
+	// TakeoverOnDisconnect is the node's --takeover-on-disconnect
+	// (election.Config.TakeoverOnDisconnect).
+	TakeoverOnDisconnect bool
 	// Batch is the listener's batch size (events per commit).
 	Batch int
 	// Variant selects a deliberately broken design (see `fenceline node -h`); "" is the
@@ -137,6 +140,9 @@ func (o NodeOptions) Args(id, redisAddr, sourceURL, control, addrFile, historyPa
 	}
 	if o.RetryInterval > 0 {
 		a = append(a, "--retry-interval", o.RetryInterval.String())
+	}
+	if o.TakeoverOnDisconnect {
+		a = append(a, "--takeover-on-disconnect")
 	}
 	if o.Batch > 0 {
 		a = append(a, "--batch", strconv.Itoa(o.Batch))

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,47 @@ func explainsOverlap(f *fault, node string) bool {
 	return false
 }
 
+// closesPresence reports whether fault f closes the connection on which node's presence
+// lives (election.Config.TakeoverOnDisconnect), so that a standby may take the lease
+// from node while it lives: a reset of node's own link, or a Redis fault that ends or
+// moves every client's connection (a restart, a failover, a switchover: the new primary
+// has none of the old one's subscriptions). A kill or stop ends node's term itself.
+func closesPresence(f *fault, node string) bool {
+	switch f.kind {
+	case "partition-reset":
+		return f.node == node
+	case "redis-restart", "redis-restart-volatile", "redis-failover", "redis-switchover", "replication-delay":
+		return true
+	}
+	return false
+}
+
+// takeoverExplained reports whether o began with a takeover of the earlier leader's
+// lease (history.ReasonTakeover) while a fault had closed its presence's connection,
+// or within one lease TTL of that fault's heal (the client reconnects and subscribes
+// again with backoff). A takeover with no such fault is a presence that vanished from a
+// live, connected leader: the option's check broke, and the overlap stays unexplained.
+func (p *parsed) takeoverExplained(o Overlap, ttl time.Duration) bool {
+	b, ok := p.nodeIdx[o.NodeB]
+	if !ok || p.takeovers[termKey{b, o.TokenB}] != o.NodeA+":"+strconv.FormatInt(o.TokenA, 10) {
+		return false
+	}
+	for i := range p.faults {
+		f := &p.faults[i]
+		if f.failed || !closesPresence(f, o.NodeA) {
+			continue
+		}
+		healed := f.heal
+		if healed == 0 {
+			healed = p.runEnd()
+		}
+		if f.inject <= o.Start && o.Start <= healed+int64(ttl) {
+			return true
+		}
+	}
+	return false
+}
+
 // maxClockJump bounds how far a clock fault moves a node's clock: nemesis.ClockSkew jumps
 // it by LeaseTTL × (1 + magnitude), magnitude at most 1 (a test there holds the two
 // together).
@@ -73,7 +115,7 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	}
 	tolerance := ttl / driftDivisor
 	var bad []finding
-	explained, tolerated, stalled := 0, 0, 0
+	explained, tolerated, stalled, tookOver := 0, 0, 0, 0
 	var longestStall time.Duration
 	var life *lifeSigns
 	for _, o := range ov {
@@ -83,6 +125,10 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 		}
 		if p.overlapExplained(o, ttl) {
 			explained++
+			continue
+		}
+		if p.takeoverExplained(o, ttl) {
+			tookOver++
 			continue
 		}
 		if life == nil {
@@ -100,9 +146,15 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	}
 	cr.Stats = map[string]int64{"overlaps": int64(len(ov)), "explained": int64(explained), "tolerated": int64(tolerated),
 		"stalled": int64(stalled), "longest_stall_ns": int64(longestStall), "unexplained": int64(len(bad))}
+	if tookOver > 0 {
+		cr.Stats["took_over"] = int64(tookOver)
+	}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d overlaps of leadership: %d explained by a pause, clock or Redis fault, %d within the drift margin (%v), %d by a stall of the earlier leader's process that no fault injected (its lease had run out by its own clock, and it did nothing as leader until it stepped down; longest %v); none unexplained",
 			len(ov), explained, tolerated, tolerance, stalled, longestStall.Round(time.Millisecond))
+		if tookOver > 0 {
+			cr.Message += fmt.Sprintf("; %d began with a takeover on disconnect after a fault closed the earlier leader's connection (by design: its writes are fenced)", tookOver)
+		}
 		return cr
 	}
 	cr.Verdict = Invalid

@@ -97,6 +97,9 @@ type parsed struct {
 	ops       []op // store operations, in invoke order
 	el        []elOp
 	stepDowns []stepDown
+	// takeovers maps a term to the lock value its acquire took over from a holder whose
+	// connection had closed (history.ReasonTakeover); absent for an ordinary acquire.
+	takeovers map[termKey]string
 	faults    []fault
 	counts    OpCounts
 
@@ -234,6 +237,12 @@ func parse(run *history.Run) (*parsed, error) {
 			l.ret, l.typ = e.Time, e.Type
 			if e.Token != 0 {
 				l.token = e.Token
+			}
+			if from, ok := strings.CutPrefix(e.Reason, history.ReasonTakeover+" "); ok && e.Kind == history.KindAcquire && e.Type == history.OK {
+				if p.takeovers == nil {
+					p.takeovers = map[termKey]string{}
+				}
+				p.takeovers[termKey{l.node, l.token}] = from
 			}
 			continue
 		}

@@ -153,6 +153,18 @@ func (s *sim) acquire(node int) int64 {
 	return tok
 }
 
+// acquireTakeover is acquire, recorded as a takeover of lock value from
+// (history.ReasonTakeover).
+func (s *sim) acquireTakeover(node int, from string) int64 {
+	i := s.invoke(node, history.KindAcquire, history.Event{})
+	s.adv(s.lat())
+	s.st.counter++
+	tok := s.st.counter
+	s.adv(s.lat())
+	s.complete(i, history.OK, history.Event{Token: tok, Reason: history.ReasonTakeover + " " + from})
+	return tok
+}
+
 func (s *sim) load(node int) (int64, int64) {
 	i := s.invoke(node, history.KindLoad, history.Event{})
 	s.adv(s.lat())

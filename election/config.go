@@ -19,6 +19,10 @@ const (
 	requestDivisor = 2  // RequestTimeout = RenewInterval/2
 )
 
+// DefaultPresenceInterval is the PresenceInterval used when TakeoverOnDisconnect is set
+// and PresenceInterval is zero (or the RetryInterval in use, if that is shorter).
+const DefaultPresenceInterval = 20 * time.Millisecond
+
 // Config configures an Elector. Zero fields take the documented default; New validates the
 // result across fields and returns a *ConfigError (wrapping ErrInvalidConfig) if it is
 // inconsistent.
@@ -60,6 +64,30 @@ type Config struct {
 	// final release after Run's ctx is done. Must be less than RenewInterval.
 	// Default: RenewInterval/2.
 	RequestTimeout time.Duration
+
+	// TakeoverOnDisconnect lets a standby take the lease from a leader whose process has
+	// no connection to Redis left, without waiting for the lease to expire. Each elector
+	// subscribes to its PresenceChannel while Run runs; a standby that finds the lease
+	// held polls the holder's presence every PresenceInterval and, once no connection
+	// listens on it, takes the lease with a new token in one script that checks, at
+	// once, that the lock still holds that holder's value and that nobody listens.
+	//
+	// The trade-off: a crashed process (its kernel closes its sockets) is replaced in
+	// milliseconds instead of a lease, but a leader that is alive and lost its
+	// subscription's connection (a reset link, a Redis restart or failover) is deposed
+	// while it still believes it leads, until its next renewal is rejected or its local
+	// deadline passes. Its writes are then stale and a fenced store rejects them, so
+	// use this option only if every write of the leader goes through such a store.
+	// A host that vanishes without closing its sockets is still replaced only when the
+	// lease expires. Needs the @pubsub commands SUBSCRIBE and PUBSUB (see the ACL in
+	// docs/security.md). Default: false.
+	TakeoverOnDisconnect bool
+
+	// PresenceInterval is how often a standby polls the leader's presence when
+	// TakeoverOnDisconnect is set: it bounds the takeover after a crash, at the cost of
+	// one small script per standby per interval. Must be positive and at most
+	// RetryInterval. Default: DefaultPresenceInterval, or RetryInterval if shorter.
+	PresenceInterval time.Duration
 
 	// Clock measures the lease. Default: the system clock (monotonic readings and
 	// runtime timers). Chaos runs inject a skewed one.
@@ -110,6 +138,9 @@ func (c Config) WithDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = c.RenewInterval / requestDivisor
 	}
+	if c.TakeoverOnDisconnect && c.PresenceInterval == 0 {
+		c.PresenceInterval = min(DefaultPresenceInterval, c.RetryInterval)
+	}
 	if c.Clock == nil {
 		c.Clock = systemClock{}
 	}
@@ -156,6 +187,12 @@ func (c Config) validate() error {
 		return bad("RequestTimeout", "%v must be positive", c.RequestTimeout)
 	case c.RequestTimeout >= c.RenewInterval:
 		return bad("RequestTimeout", "%v must be less than RenewInterval (%v)", c.RequestTimeout, c.RenewInterval)
+	case !c.TakeoverOnDisconnect && c.PresenceInterval != 0:
+		return bad("PresenceInterval", "%v is set but TakeoverOnDisconnect is not", c.PresenceInterval)
+	case c.TakeoverOnDisconnect && c.PresenceInterval <= 0:
+		return bad("PresenceInterval", "%v must be positive", c.PresenceInterval)
+	case c.TakeoverOnDisconnect && c.PresenceInterval > c.RetryInterval:
+		return bad("PresenceInterval", "%v must be at most RetryInterval (%v)", c.PresenceInterval, c.RetryInterval)
 	}
 	return nil
 }

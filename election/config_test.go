@@ -38,6 +38,10 @@ func TestConfigValidation(t *testing.T) {
 		{"negative retry", Config{InstanceID: "a", RetryInterval: -ms}, "RetryInterval"},
 		{"timeout = renew", Config{InstanceID: "a", RenewInterval: 500 * ms, RequestTimeout: 500 * ms}, "RequestTimeout"},
 		{"negative timeout", Config{InstanceID: "a", RequestTimeout: -ms}, "RequestTimeout"},
+		{"presence interval without takeover", Config{InstanceID: "a", PresenceInterval: ms}, "PresenceInterval"},
+		{"presence interval above retry", Config{InstanceID: "a", TakeoverOnDisconnect: true, RetryInterval: 100 * ms, PresenceInterval: 200 * ms}, "PresenceInterval"},
+		{"negative presence interval", Config{InstanceID: "a", TakeoverOnDisconnect: true, PresenceInterval: -ms}, "PresenceInterval"},
+		{"takeover, defaults", Config{InstanceID: "a", TakeoverOnDisconnect: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // New sends nothing

@@ -15,7 +15,7 @@ func TestAcquireRefusesCorruptCounter(t *testing.T) {
 	c := NewClient(srv.Addr())
 	defer c.Close()
 	ctx := context.Background()
-	s := newRedisStore(c, "", time.Second)
+	s := newRedisStore(c, "", time.Second, false)
 	for _, bad := range []string{"nan", "inf", "2.0e0", "0x10", "-1", " 1", "007", "9223372036854775807", "12345678901234567890"} {
 		if err := c.Set(ctx, TokenKey(""), bad, 0).Err(); err != nil {
 			t.Fatal(err)

@@ -62,7 +62,7 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return newElector(newRedisStore(client, cfg.Name, cfg.RequestTimeout), cfg), nil
+	return newElector(newRedisStore(client, cfg.Name, cfg.RequestTimeout, cfg.TakeoverOnDisconnect), cfg), nil
 }
 
 // newElector builds an Elector on any store; cfg must have its defaults and be valid.
@@ -136,24 +136,44 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 	}
 	defer e.running.Store(false)
 
-	sub := e.store.subscribe(ctx)
+	presence := ""
+	if e.cfg.TakeoverOnDisconnect {
+		presence = e.cfg.InstanceID
+	}
+	sub := e.store.subscribe(ctx, presence)
 	defer sub.Close()
 
+	takeFrom := ""
 	for ctx.Err() == nil {
-		wait, notices := e.campaign(ctx, lead, sub)
-		e.sleep(ctx, wait, notices)
+		next := e.campaign(ctx, lead, sub, takeFrom)
+		takeFrom = e.sleep(ctx, next)
 	}
 	return nil
 }
 
-// campaign makes one acquire attempt and, if it wins, leads the term to its end. It
-// returns how long to wait before the next attempt, and the channel of release notices
-// that may cut the wait short (nil if none may).
-func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term), sub subscription) (time.Duration, <-chan struct{}) {
+// pause is what comes between two acquire attempts.
+type pause struct {
+	wait    time.Duration   // the longest wait
+	notices <-chan struct{} // release notices that cut the wait short; nil if none may
+	// watch is the lock value of another instance whose presence the wait polls
+	// (Config.TakeoverOnDisconnect); "" if none.
+	watch string
+}
+
+// campaign makes one acquire attempt, a takeover of lock value takeFrom if it is not "",
+// and, if it wins, leads the term to its end. It returns what to wait for before the
+// next attempt.
+func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term), sub subscription, takeFrom string) pause {
 	sent := e.cfg.Clock.Now() // before the request: the lease is measured from here
 	complete := e.cfg.Recorder.Invoke(OpAcquire, 0)
 	rctx, cancel := e.terms.requestContext(ctx)
-	r, err := e.store.acquire(rctx, e.cfg.InstanceID, e.cfg.LeaseTTL)
+	var r acquireReply
+	var err error
+	if takeFrom != "" {
+		r, err = e.store.takeover(rctx, e.cfg.InstanceID, e.cfg.LeaseTTL, takeFrom)
+	} else {
+		r, err = e.store.acquire(rctx, e.cfg.InstanceID, e.cfg.LeaseTTL)
+	}
 	cancel()
 	if ferr := hit("election/acquire-before-reply"); ferr != nil && err == nil {
 		err = ferr // the reply is lost: Redis may have issued a token
@@ -163,14 +183,18 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		// Refused before it ran (a MOVED after a Redis Cluster failover): no token.
 		complete(Result{Outcome: Fail, Err: err})
 		e.log.Warn("acquire-refused", slog.Any("error", err))
-		return e.cfg.RetryInterval, sub.C()
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
 	case err != nil:
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
 		e.unresolved = true
 		e.log.Warn("acquire-failed", slog.Any("error", err))
-		return e.cfg.RetryInterval, sub.C()
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+	case !r.won && r.absent:
+		// Our subscription is being made or remade: no lease may be held without it.
+		complete(Result{Outcome: Fail, Err: ErrNotPresent})
+		return pause{wait: e.cfg.PresenceInterval, notices: sub.C()}
 	case !r.won:
 		complete(Result{Outcome: Fail, Err: ErrLeaseHeld})
 		inst, token, perr := ParseLockValue(r.holder)
@@ -181,25 +205,35 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 			e.learn(token)
 		}
 		e.observe(r.holder)
-		wait := e.cfg.RetryInterval
-		if r.pttl >= 0 && r.pttl+pttlMargin < wait {
-			wait = r.pttl + pttlMargin
+		p := pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		if r.pttl >= 0 && r.pttl+pttlMargin < p.wait {
+			p.wait = r.pttl + pttlMargin
 		}
-		return wait, sub.C()
+		if e.cfg.TakeoverOnDisconnect && perr == nil {
+			p.watch = r.holder
+		}
+		return p
 	}
-	complete(Result{Outcome: OK, Token: r.token})
+	took := ""
+	if r.tookOver {
+		took = takeFrom
+	}
+	complete(Result{Outcome: OK, Token: r.token, TookOver: took})
 	e.learn(r.token)
 	e.unresolved = false
+	if took != "" {
+		e.log.Info("took-over", slog.Int64("token", r.token), slog.String("from", took))
+	}
 	_ = hit("election/acquire-after-win") // a pause or crash of a brand-new leader
 	return e.lead(ctx, Term{Token: r.token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)
 }
 
-// lead leads term to its end and returns how long to wait before the next attempt.
-func (e *Elector) lead(ctx context.Context, term Term, lead func(context.Context, Term)) (time.Duration, <-chan struct{}) {
+// lead leads term to its end and returns what to wait for before the next attempt.
+func (e *Elector) lead(ctx context.Context, term Term, lead func(context.Context, Term)) pause {
 	if e.terms.Lead(ctx, term, e.lease(term.Token), term.Start, lead) == ReasonLeadReturned {
-		return e.cfg.RetryInterval, nil
+		return pause{wait: e.cfg.RetryInterval}
 	}
-	return 0, nil
+	return pause{}
 }
 
 // learn notes that token was issued by the counter. A lock value of this instance with a
@@ -211,8 +245,8 @@ func (e *Elector) learn(token int64) {
 
 // recover deals with a lock found holding this instance's own value with token: it adopts
 // the term if an acquire of this elector whose reply was lost took it, and releases the
-// lease otherwise (see Run). It returns how long to wait before the next attempt.
-func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term), sub subscription, token int64) (time.Duration, <-chan struct{}) {
+// lease otherwise (see Run). It returns what to wait for before the next attempt.
+func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term), sub subscription, token int64) pause {
 	lease := e.lease(token)
 	ours := (e.unresolved && e.floorKnown && token > e.floor) || token == e.adopting
 	e.learn(token)
@@ -220,9 +254,9 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 	if !ours {
 		if e.terms.release(ctx, token, lease, "unused-own-lease") {
 			e.cfg.Metrics.Recovered(RecoveryReleased)
-			return 0, nil // the lease is free: campaign again at once
+			return pause{} // the lease is free: campaign again at once
 		}
-		return e.cfg.RetryInterval, sub.C()
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
 	}
 	// Adopt: extend the lock if it still holds value. Redis runs the request after it was
 	// sent, so the lease lasts at least LeaseTTL from the send time, as for an acquire.
@@ -240,11 +274,11 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 		complete(Result{Outcome: outcome, Token: token, Err: err})
 		e.log.Warn("acquire-failed", slog.Int64("token", token), slog.Any("error", err))
 		e.adopting = token // still ours to adopt if the next attempt finds it
-		return e.cfg.RetryInterval, sub.C()
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
 	case !ok:
 		// It expired (or was released) since the attempt read it: campaign again at once.
 		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
-		return 0, nil
+		return pause{}
 	}
 	complete(Result{Outcome: OK, Token: token})
 	e.unresolved = false
@@ -268,18 +302,49 @@ type redisLease struct {
 func (l redisLease) Renew(ctx context.Context) (bool, error)   { return l.s.renew(ctx, l.value, l.ttl) }
 func (l redisLease) Release(ctx context.Context) (bool, error) { return l.s.release(ctx, l.value) }
 
-// sleep waits for d, a notice or ctx, whichever comes first.
-func (e *Elector) sleep(ctx context.Context, d time.Duration, notices <-chan struct{}) {
-	if d <= 0 {
-		return
+// sleep waits for p.wait, a notice or ctx, whichever comes first. With p.watch, it
+// also polls the watched holder's presence every PresenceInterval: it returns early when
+// the lock changed, and returns p.watch, to be taken over, when the lock still holds it
+// and nobody listens on the holder's presence channel. Otherwise it returns "".
+func (e *Elector) sleep(ctx context.Context, p pause) (takeFrom string) {
+	if p.wait <= 0 {
+		return ""
 	}
-	t := e.cfg.Clock.NewTimer(d)
+	t := e.cfg.Clock.NewTimer(p.wait)
 	defer t.Stop()
+	var poll <-chan time.Time
+	if p.watch != "" {
+		pt := e.cfg.Clock.NewTimer(e.cfg.PresenceInterval)
+		defer pt.Stop()
+		poll = pt.C()
+		for {
+			select {
+			case <-ctx.Done():
+				return ""
+			case <-t.C():
+				return ""
+			case <-p.notices:
+				return ""
+			case <-poll:
+			}
+			rctx, cancel := e.terms.requestContext(ctx)
+			value, listened, err := e.store.present(rctx, p.watch)
+			cancel()
+			switch {
+			case err == nil && value != p.watch:
+				return "" // released, expired or taken: attempt at once
+			case err == nil && !listened:
+				return p.watch
+			}
+			pt.Reset(e.cfg.PresenceInterval)
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case <-t.C():
-	case <-notices:
+	case <-p.notices:
 	}
+	return ""
 }
 
 // observe notes the lock holder an acquire attempt found.

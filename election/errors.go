@@ -11,6 +11,10 @@ var (
 	// ErrLeaseHeld is the Recorder error of an acquire that found the lease held (by
 	// another instance, or by an earlier term of this one).
 	ErrLeaseHeld = errors.New("election: lease held")
+	// ErrNotPresent is the Recorder error of an acquire refused because this instance's
+	// own presence channel had no listener in Redis yet (Config.TakeoverOnDisconnect:
+	// its subscription is still being made or remade).
+	ErrNotPresent = errors.New("election: own presence not visible in redis")
 	// ErrNotHeld is the Recorder error of a renew or release that found the lock no longer
 	// holding this term's value, and the cause of a term context ended by such a renew.
 	ErrNotHeld = errors.New("election: lease not held by this term")

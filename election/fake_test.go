@@ -147,7 +147,16 @@ func (s *fakeStore) ifHeld(ctx context.Context, op Op, value string, do func()) 
 	return ok, nil
 }
 
-func (s *fakeStore) subscribe(context.Context) subscription {
+// takeover and present: the fake has no presence channels; every holder is present.
+func (s *fakeStore) takeover(ctx context.Context, instance string, ttl time.Duration, _ string) (acquireReply, error) {
+	return s.acquire(ctx, instance, ttl)
+}
+
+func (s *fakeStore) present(context.Context, string) (string, bool, error) {
+	return s.holder(), true, nil
+}
+
+func (s *fakeStore) subscribe(context.Context, string) subscription {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := make(chan struct{}, 1)

@@ -195,6 +195,7 @@ type recorder struct {
 	mu       sync.Mutex
 	steps    []string  // "op/outcome" or "step-down/reason"
 	released time.Time // when the last ok release completed
+	tookOver []string  // the lock values taken over by ok acquires
 }
 
 func (r *recorder) Invoke(op election.Op, token int64) func(election.Result) {
@@ -205,6 +206,9 @@ func (r *recorder) Invoke(op election.Op, token int64) func(election.Result) {
 		r.steps = append(r.steps, string(op)+"/"+string(res.Outcome))
 		if op == election.OpRelease && res.Outcome == election.OK {
 			r.released = now
+		}
+		if res.TookOver != "" {
+			r.tookOver = append(r.tookOver, res.TookOver)
 		}
 	}
 }
@@ -219,6 +223,13 @@ func (r *recorder) StepDown(token int64, reason election.Reason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.steps = append(r.steps, "step-down/"+string(reason))
+}
+
+// takeovers returns the lock values taken over so far.
+func (r *recorder) takeovers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.tookOver...)
 }
 
 // snapshot returns the steps so far.

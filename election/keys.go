@@ -33,6 +33,12 @@ func TokenKey(name string) string { return KeyPrefix(name) + "token" }
 // release publishes the released lock value.
 func ReleaseChannel(name string) string { return KeyPrefix(name) + "released" }
 
+// PresenceChannel returns the pub/sub channel "{name}:presence:<instance>" to which an
+// elector with Config.TakeoverOnDisconnect subscribes for as long as it runs: Redis drops
+// the subscription when the connection closes, which is how a standby learns that the
+// leader's process died without waiting out its lease.
+func PresenceChannel(name, instance string) string { return KeyPrefix(name) + "presence:" + instance }
+
 // LockValue returns the lock value of a term: "<instance>:<token>".
 func LockValue(instance string, token int64) string {
 	return instance + ":" + strconv.FormatInt(token, 10)

@@ -37,8 +37,12 @@ type Result struct {
 	// acquire), the adopted token for every outcome of an adoption, and the term's token
 	// for renew and release.
 	Token int64
-	// Err is nil for OK, ErrLeaseHeld or ErrNotHeld for Fail, the cause for Unknown.
+	// Err is nil for OK, ErrLeaseHeld, ErrNotPresent or ErrNotHeld for Fail, the cause
+	// for Unknown.
 	Err error
+	// TookOver is, for an OK acquire that took the lease from a holder whose presence
+	// had vanished (Config.TakeoverOnDisconnect), the holder's lock value; else "".
+	TookOver string
 }
 
 // Reason says why a term ended. It is the "reason" attribute of lost-leadership, the label

@@ -31,6 +31,11 @@ const (
 // an info, if it never answered again) when it did, with the duration in Reason.
 const FaultRedisUnavailable = "redis-unavailable"
 
+// ReasonTakeover begins the Reason of an ok acquire that took the lease from a holder
+// whose connection to Redis had closed (election.Config.TakeoverOnDisconnect), followed
+// by a space and the lock value taken over: "takeover-on-disconnect n1:7".
+const ReasonTakeover = "takeover-on-disconnect"
+
 // Type is the phase of an event, as in Jepsen.
 type Type string
 
@@ -74,7 +79,8 @@ type Event struct {
 	Events int `json:"events,omitempty"`
 	// Error says why an operation failed or is unknown (ErrStaleToken, a timeout...).
 	Error string `json:"error,omitempty"`
-	// Reason says why a node stepped down, or details a fault.
+	// Reason says why a node stepped down, details a fault, or marks an ok acquire as a
+	// takeover (ReasonTakeover).
 	Reason string `json:"reason,omitempty"`
 	// Fault is the fault kind (kill, pause, partition...) of a KindFault event.
 	Fault string `json:"fault,omitempty"`

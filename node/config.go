@@ -61,6 +61,8 @@ type Config struct {
 	// Lease is the lease TTL (> 0); Renew and Retry the election's intervals (0: the
 	// election's defaults).
 	Lease, Renew, Retry time.Duration
+	// Takeover is election.Config.TakeoverOnDisconnect (the reference election only).
+	Takeover bool
 	// Batch is the number of events per commit; Clients the register workload's clients.
 	Batch, Clients int
 	// StartToken and StartCursor seed an empty store (with Chaos only): the token
@@ -161,6 +163,9 @@ func (c Config) validate() error {
 		return errors.New("--store postgres needs --postgres URL")
 	case c.Store == StorePostgres && c.Target != "" && c.Target != targets.Reference:
 		return fmt.Errorf("--store postgres runs the reference target only (not %q)", c.Target)
+	}
+	if c.Takeover && c.Target != "" && c.Target != targets.Reference {
+		return fmt.Errorf("--takeover-on-disconnect is an option of the reference election, not of --target %s", c.Target)
 	}
 	if c.Lease <= 0 || c.Batch < 1 || c.Clients < 1 || c.Renew < 0 || c.Retry < 0 || c.AuditMaxLen < 0 {
 		return fmt.Errorf("need --lease-ttl > 0, --batch >= 1, --clients >= 1, --audit-max-len >= 0 and no negative interval (got %v, %d, %d, %d, %v, %v)",

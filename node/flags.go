@@ -24,6 +24,7 @@ func AddFlags(fs *flag.FlagSet) (*Config, *redisconn.Flags) {
 	fs.DurationVar(&c.Lease, "lease-ttl", election.DefaultLeaseTTL, "lease TTL")
 	fs.DurationVar(&c.Renew, "renew-interval", 0, "time between renewals (0: lease-ttl/3)")
 	fs.DurationVar(&c.Retry, "retry-interval", 0, "longest wait of a standby between acquire attempts (0: lease-ttl/4)")
+	fs.BoolVar(&c.Takeover, "takeover-on-disconnect", false, "a standby takes the lease as soon as the leader's connection to Redis is closed (its process died), not when the lease expires; safe only with the fenced store (go doc election.Config.TakeoverOnDisconnect)")
 	fs.IntVar(&c.Batch, "batch", listener.DefaultBatchSize, "events per commit")
 	fs.StringVar(&c.Control, "control", "127.0.0.1:9100", "control endpoint address (/status, /metrics, /health)")
 	fs.StringVar(&c.AddrFile, "addr-file", "", "write the control endpoint's bound address to this file (for --control 127.0.0.1:0)")

@@ -75,6 +75,7 @@ func check(cfg Config) error {
 	}
 	_, err = election.New(client, election.Config{
 		InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry,
+		TakeoverOnDisconnect: cfg.Takeover,
 	})
 	return err
 }
@@ -224,7 +225,8 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	} else {
 		ref, err := election.New(client, election.Config{
 			InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew,
-			RetryInterval: cfg.Retry, Clock: clock, Logger: logger, Metrics: emetrics, Recorder: erec,
+			RetryInterval: cfg.Retry, TakeoverOnDisconnect: cfg.Takeover, Clock: clock, Logger: logger, Metrics: emetrics,
+			Recorder: erec,
 		})
 		if err != nil {
 			return err

@@ -39,6 +39,9 @@ func (r electionRecorder) Invoke(op election.Op, token int64) func(election.Resu
 		switch res.Outcome {
 		case election.OK:
 			ev.Type = history.OK
+			if res.TookOver != "" {
+				ev.Reason = history.ReasonTakeover + " " + res.TookOver
+			}
 			r.health.answered()
 		case election.Fail:
 			ev.Type, ev.Error = history.Fail, history.ErrNotHeld
