@@ -77,18 +77,21 @@ func (p *parsed) takeoverExplained(o Overlap, ttl time.Duration) bool {
 	}
 	for i := range p.faults {
 		f := &p.faults[i]
-		if f.failed || !closesPresence(f, o.NodeA) {
-			continue
-		}
-		healed := f.heal
-		if healed == 0 {
-			healed = p.runEnd()
-		}
-		if f.inject <= o.Start && o.Start <= healed+int64(ttl) {
+		if !f.failed && closesPresence(f, o.NodeA) && p.covers(f, o.Start, ttl) {
 			return true
 		}
 	}
 	return false
+}
+
+// covers reports whether time at lies between fault f's injection and window after its
+// heal (the end of the run if it never healed).
+func (p *parsed) covers(f *fault, at int64, window time.Duration) bool {
+	healed := f.heal
+	if healed == 0 {
+		healed = p.runEnd()
+	}
+	return f.inject <= at && at <= healed+int64(window)
 }
 
 // maxClockJump bounds how far a clock fault moves a node's clock: nemesis.ClockSkew jumps
@@ -171,15 +174,11 @@ func (p *parsed) overlapExplained(o Overlap, ttl time.Duration) bool {
 		if f.failed || !explainsOverlap(f, o.NodeA) {
 			continue
 		}
-		healed := f.heal
-		if healed == 0 {
-			healed = p.runEnd()
-		}
 		window := ttl
 		if f.kind == "clock" {
 			window += maxClockJump(ttl)
 		}
-		if f.inject <= o.Start && o.Start <= healed+int64(window) {
+		if p.covers(f, o.Start, window) {
 			return true
 		}
 	}
