@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	info := history.RunInfo{
 		Seed: cfg.Seed, Nodes: backend.NodeIDs(cfg.Nodes), Workload: cfg.Workload.Name,
 		Variant: cfg.Node.Variant, Backend: cfg.Backend, Nemeses: cfg.Nemeses,
-		LeaseTTL: cfg.Node.LeaseTTL, Duration: cfg.Duration, Start: time.Now().UnixNano(),
+		LeaseTTL: cfg.Node.LeaseTTL, TakeoverOnDisconnect: cfg.Node.TakeoverOnDisconnect, Duration: cfg.Duration, Start: time.Now().UnixNano(),
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
 		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
 		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,

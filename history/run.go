@@ -37,7 +37,9 @@ type RunInfo struct {
 	Backend  string        `json:"backend"`
 	Nemeses  []string      `json:"nemeses"`
 	LeaseTTL time.Duration `json:"lease_ttl_ns"`
-	Duration time.Duration `json:"duration_ns"`
+	// TakeoverOnDisconnect: the nodes ran with --takeover-on-disconnect (docs/failover.md).
+	TakeoverOnDisconnect bool          `json:"takeover_on_disconnect,omitempty"`
+	Duration             time.Duration `json:"duration_ns"`
 	// Start and End bound the run; HealTime is when every fault was healed at the end
 	// (zero if the run never got there). Host wall-clock nanoseconds.
 	Start    int64 `json:"start"`

@@ -80,6 +80,8 @@ type Spec struct {
 	Redis backend.RedisSpec
 	// RedisWait is the nodes' --redis-wait (0: none).
 	RedisWait int
+	// Takeover is the nodes' --takeover-on-disconnect.
+	Takeover bool
 	// StartToken and StartCursor are where the run's token counter and cursor begin
 	// when StartPinned; otherwise each run starts where its own seed says
 	// (harness.BoundaryStart; see Start), or at 0 for a --node-cmd node, whose store
@@ -241,7 +243,7 @@ func (s Spec) NodeOptions() backend.NodeOptions {
 	tok, cur := s.Start()
 	return backend.NodeOptions{LeaseTTL: s.LeaseTTL, Variant: variantArg(s.Variant), Chaos: true,
 		Workload: s.Workload.Name, Batch: s.Workload.Batch, Target: targetArg(s.Target), Cmd: s.NodeCmd,
-		RedisWait: s.RedisWait, Store: s.Store, StartToken: tok, StartCursor: cur}
+		RedisWait: s.RedisWait, TakeoverOnDisconnect: s.Takeover, Store: s.Store, StartToken: tok, StartCursor: cur}
 }
 
 // checkNode asks the binary whether a node would accept the run's settings (`fenceline

@@ -59,6 +59,7 @@ func (st *Settings) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&st.Redis.Topology, "redis-topology", backend.TopologySingle, "how Redis runs: single (one server), sentinel (a primary, two replicas, three Sentinels) or cluster (a Redis Cluster: three primaries, one replica each), on either backend")
 	fs.IntVar(&st.Redis.MinReplicasToWrite, "min-replicas-to-write", 0, "sentinel, cluster: the data nodes refuse writes with fewer replicas acknowledging within --min-replicas-max-lag")
 	fs.IntVar(&st.Redis.MinReplicasMaxLag, "min-replicas-max-lag", 1, "sentinel, cluster: seconds, with --min-replicas-to-write")
+	fs.BoolVar(&st.Takeover, "takeover-on-disconnect", false, "the nodes' --takeover-on-disconnect: a standby takes the lease as soon as the leader's connection closes (docs/failover.md)")
 	fs.IntVar(&st.RedisWait, "redis-wait", 0, "sentinel, cluster: the nodes WAIT for this many replicas after every script; a miss fails the step (unknown outcome)")
 }
 
@@ -123,7 +124,7 @@ func AutoSchedule(target, nodeCmd, workload, budget string) string {
 
 // ReplayFlags are the settings a replay takes from the stored run.
 var ReplayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
-	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor"}
+	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor", "takeover-on-disconnect"}
 
 // ReplaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -161,6 +162,7 @@ func ReplaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 	set["min-replicas-to-write"] = strconv.Itoa(r.MinReplicasToWrite)
 	set["min-replicas-max-lag"] = strconv.Itoa(cmp.Or(r.MinReplicasMaxLag, 1))
 	set["redis-wait"] = strconv.Itoa(r.Wait)
+	set["takeover-on-disconnect"] = strconv.FormatBool(info.TakeoverOnDisconnect)
 	for _, name := range ReplayFlags {
 		if err := fs.Set(name, set[name]); err != nil {
 			return nil, fmt.Errorf("%s: %s %q: %w", history.RunInfoFile, name, set[name], err)
