@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -217,10 +216,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 // soak itself (a slot it cannot write), which ends it at once.
 func (c *Config) runAll(parent context.Context, todo []int, finished map[int]Record) (runErr, err error) {
 	plan := make([]matrix.Run, len(todo))
-	index := map[string]int{}
+	type slot struct{ index, n int } // the run's index, and its place in todo
+	slots := map[string]slot{}
 	for n, i := range todo {
 		name := slotName(i)
-		index[name] = i
+		slots[name] = slot{i, n}
 		plan[n] = matrix.Run{Row: matrix.Row{Name: name}, Seed: SeedOf(c.Seed0, i)}
 	}
 	ctx, stop := context.WithCancel(parent)
@@ -228,13 +228,13 @@ func (c *Config) runAll(parent context.Context, todo []int, finished map[int]Rec
 	var soakErr error
 	interrupted := false
 	d := matrix.Driver{Cmd: "soak", Out: c.Out, Exec: func(ctx context.Context, run matrix.Run) chaosrun.Outcome {
-		i := index[run.Name]
+		i, n := slots[run.Name].index, slots[run.Name].n
 		if err := moveAside(c.Out, i); err != nil {
 			soakErr = err
 			stop()
 			return chaosrun.Outcome{RunErr: err}
 		}
-		c.Logger.Info("run-starting", "run", i, "seed", run.Seed, "of", fmt.Sprintf("%d/%d", slices.Index(todo, i)+1, len(todo)))
+		c.Logger.Info("run-starting", "run", i, "seed", run.Seed, "of", fmt.Sprintf("%d/%d", n+1, len(todo)))
 		r, err := c.runOne(ctx, i, run.Seed)
 		if err != nil {
 			soakErr = err
