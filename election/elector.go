@@ -164,6 +164,11 @@ type pause struct {
 // and, if it wins, leads the term to its end. It returns what to wait for before the
 // next attempt.
 func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term), sub subscription, takeFrom string) pause {
+	if takeFrom != "" {
+		// The poll saw the holder's presence gone; the lock may change before the
+		// takeover runs, which is why the takeover script checks again.
+		_ = hit("election/takeover-between-steps")
+	}
 	sent := e.cfg.Clock.Now() // before the request: the lease is measured from here
 	complete := e.cfg.Recorder.Invoke(OpAcquire, 0)
 	rctx, cancel := e.terms.requestContext(ctx)

@@ -28,6 +28,11 @@ const (
 	// is ours) and its DEL. A sleep past the lease makes the DEL delete a newer leader's
 	// lock. The reference's release is one script and has no such point.
 	ReleaseBetweenSteps = "election/release-between-steps"
+	// TakeoverBetweenSteps: a standby's poll found the leader's presence gone
+	// (election.Config.TakeoverOnDisconnect) and its takeover is not yet sent. A sleep
+	// here lets every standby see the same vanished leader before the first takes over:
+	// the reference's takeover re-checks the lock in its script, so only one wins.
+	TakeoverBetweenSteps = "election/takeover-between-steps"
 	// ListenerAfterLoad: the listener has loaded the cursor and not yet fetched or
 	// committed. A newer leader that commits now moves the cursor under it.
 	ListenerAfterLoad = "listener/after-load"
@@ -52,6 +57,7 @@ var points = []Point{
 	{RenewBeforeSend, "a renewal is due and not yet sent"},
 	{ReleaseBeforeSend, "a graceful release is not yet sent"},
 	{ReleaseBetweenSteps, "non-atomic-release variant: between its GET and its DEL"},
+	{TakeoverBetweenSteps, "a standby saw the leader's presence gone; its takeover is not yet sent"},
 	{ListenerAfterLoad, "the listener loaded the cursor; nothing fetched or committed yet"},
 	{ListenerBeforeCommit, "a batch is about to be committed"},
 	{ListenerAfterCommitBeforeAck, "the commit script ran; its reply is not yet read"},
