@@ -30,6 +30,7 @@ const (
 	FPReleaseRace    = "fp-release-race"     // the leader stopped; a two-step release stalled between its steps
 	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
 	FPLoadRace       = "fp-load-race"        // the leader's commit delayed past the lease; its successor stalls between its load and its first commit
+	FPTakeoverRace   = "fp-takeover-race"    // the leader killed; every standby stalls between seeing it gone and taking over (takeover on disconnect)
 
 	// The faults of a replicated Redis topology (sentinel, cluster): they act on its data
 	// nodes; in a cluster, on the shard of the election's hash slot.
@@ -41,7 +42,7 @@ const (
 
 // Failpoints returns the failpoint fault kinds. The slice is new at each call.
 func Failpoints() []string {
-	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace}
+	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace, FPTakeoverRace}
 }
 
 // Replicated returns the fault kinds that need a topology with replicas. The slice is

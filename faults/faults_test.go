@@ -17,7 +17,7 @@ func TestParseList(t *testing.T) {
 		{"partition", []string{PartitionBlackhole, PartitionReset}},
 		{"all", []string{Clock, Delay, Kill, PartitionBlackhole, PartitionReset, Pause, RedisRestart, Stop}},
 		{"redis-restart-volatile", []string{RedisRestartVolatile}},
-		{"failpoint,fp-late-renew", []string{FPLateCommit, FPLateRelease, FPLateRenew, FPLoadRace, FPReleaseRace, FPStallNewLeader}},
+		{"failpoint,fp-late-renew", []string{FPLateCommit, FPLateRelease, FPLateRenew, FPLoadRace, FPReleaseRace, FPStallNewLeader, FPTakeoverRace}},
 	} {
 		got, err := ParseList(c.in)
 		if err != nil || !slices.Equal(got, c.want) {

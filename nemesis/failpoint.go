@@ -48,6 +48,13 @@ type Failpoints interface {
 //     at the latest, 1.9 at the earliest). The old commit carries the highest token the store has accepted, so
 //     the store takes it; the successor's commit then expects a cursor that has moved,
 //     which only the cursor check refuses (no-cursor-check applies those events twice).
+//   - fp-takeover-race: every other node is armed to stall a tenth of a lease between its
+//     poll that finds the leader's presence gone and its takeover (takeover on
+//     disconnect), then the leader is killed: each standby polls every PresenceInterval
+//     (20 ms), so all of them see the crash before the first takes over, well within the
+//     lease the dead leader left behind. The reference's takeover checks the lock again
+//     in its script, and only the first wins; non-atomic-takeover lets the second
+//     overwrite the first's fresh lease. Without takeover on disconnect it is a kill.
 type failpointFault struct{ kind string }
 
 func (f failpointFault) Kind() string   { return f.kind }
@@ -116,13 +123,17 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 			return strings.Join(did, ", "), fmt.Errorf("nemesis: %w", err)
 		}
 		return strings.Join(append(did, fmt.Sprintf("latency %v upstream on %s", lat, target)), ", "), nil
-	case faults.FPStallNewLeader:
+	case faults.FPStallNewLeader, faults.FPTakeoverRace:
+		point, leases := failpoint.AcquireAfterWin, 1.5
+		if f.kind == faults.FPTakeoverRace {
+			point, leases = failpoint.TakeoverBetweenSteps, 0.1
+		}
 		var did []string
 		for _, id := range c.Nodes() {
 			if id == target || !c.Running(id) {
 				continue
 			}
-			what, err := arm(id, failpoint.AcquireAfterWin, stall(1.5))
+			what, err := arm(id, point, stall(leases))
 			if err != nil {
 				return strings.Join(did, ", "), err
 			}

@@ -104,7 +104,7 @@ func ByKind(kind string) (Fault, error) {
 		return postgresRestartFault{}, nil
 	case faults.PartitionPostgres:
 		return postgresPartitionFault{}, nil
-	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace:
+	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 		return failpointFault{kind: kind}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil

@@ -110,7 +110,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			s.Params.Hold = between(2, 3)
 		case faults.RedisRestart, faults.RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
-		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace:
+		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
 		case faults.RedisFailover, faults.RedisSwitchover, faults.RedisIsolatePrimary, faults.ReplicationDelay:
