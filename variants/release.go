@@ -16,7 +16,8 @@ import (
 // election package offers in chaos builds: NonAtomicRelease replaces the atomic release
 // script with GET, a comparison in the client, then DEL and PUBLISH in separate round
 // trips; UncheckedRelease with a plain DEL and PUBLISH; NoStepDown makes the elector
-// ignore its local deadline. e must not be running.
+// ignore its local deadline; NonAtomicTakeover replaces the atomic takeover script with
+// an INCR and a plain SET. e must not be running.
 func Elector(name string, e *election.Elector) error {
 	switch name {
 	case NonAtomicRelease:
@@ -25,6 +26,8 @@ func Elector(name string, e *election.Elector) error {
 		return election.SetReleaseForChaos(e, uncheckedRelease)
 	case NoStepDown:
 		return election.SetNoStepDownForChaos(e)
+	case NonAtomicTakeover:
+		return election.SetTakeoverForChaos(e, nonAtomicTakeover)
 	}
 	return nil
 }
@@ -70,4 +73,21 @@ func nonAtomicRelease(ctx context.Context, c redis.UniversalClient, lock, value,
 		return false, err
 	}
 	return true, nil
+}
+
+// nonAtomicTakeover takes the lock from a leader whose presence the standby's poll found
+// gone, trusting that poll: INCR of the counter, then a plain SET of the lock, in two
+// round trips. It does not check again, in the same step, that the lock still holds the
+// vanished leader's value: a standby that saw the same crash and took over a moment
+// earlier loses its fresh lease to this one while it believes it leads. (The reference
+// does the check and the SET XX in one script, so only the first standby wins.)
+func nonAtomicTakeover(ctx context.Context, c redis.UniversalClient, lock, counter, instance string, ttl time.Duration, _ string) (int64, bool, error) {
+	token, err := c.Incr(ctx, counter).Result()
+	if err != nil {
+		return 0, false, err
+	}
+	if err := c.Set(ctx, lock, election.LockValue(instance, token), ttl).Err(); err != nil {
+		return 0, false, err
+	}
+	return token, true, nil
 }

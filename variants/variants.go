@@ -26,17 +26,18 @@ import (
 
 // Names of the variants.
 const (
-	Reference        = "reference"
-	NoFence          = "no-fence"
-	ClientCheck      = "client-check"
-	StringCompare    = "string-compare"
-	LeaseOnly        = "lease-only"
-	NonAtomicRelease = "non-atomic-release"
-	VolatileRedis    = "volatile-redis"
-	UncheckedRelease = "unchecked-release"
-	NoStepDown       = "no-step-down"
-	NoTokenCheck     = "no-token-check"
-	NoCursorCheck    = "no-cursor-check"
+	Reference         = "reference"
+	NoFence           = "no-fence"
+	ClientCheck       = "client-check"
+	StringCompare     = "string-compare"
+	LeaseOnly         = "lease-only"
+	NonAtomicRelease  = "non-atomic-release"
+	VolatileRedis     = "volatile-redis"
+	UncheckedRelease  = "unchecked-release"
+	NoStepDown        = "no-step-down"
+	NoTokenCheck      = "no-token-check"
+	NoCursorCheck     = "no-cursor-check"
+	NonAtomicTakeover = "non-atomic-takeover"
 )
 
 // Variant describes one design.
@@ -54,36 +55,43 @@ type Variant struct {
 	// Workload its workload ("" for the listener); the reference it is compared with
 	// runs on the same.
 	Store, Workload string
+	// Takeover is true when the variant and the reference it is compared with run with
+	// takeover on disconnect (election.Config.TakeoverOnDisconnect).
+	Takeover bool
 }
 
 var all = []Variant{
 	{Reference, "the real design: fenced commit in one Lua script, lease with local step-down",
-		faults.All(), false, "", ""},
+		faults.All(), false, "", "", false},
 	{NoFence, "the cursor and effects are written with a plain write, whoever writes last wins; an in-flight write is not abandoned when the term ends",
-		[]string{faults.Delay, faults.FPLateCommit}, true, "", ""},
+		[]string{faults.Delay, faults.FPLateCommit}, true, "", "", false},
 	{ClientCheck, "the writer checks the fence itself: it reads the stored token and cursor in a round trip of its own, ahead of the write (right after its previous commit, while the next batch is fetched), compares, then writes unfenced",
-		[]string{faults.Delay}, true, "", ""},
+		[]string{faults.Delay}, true, "", "", false},
 	{StringCompare, "the store compares tokens as strings, so token 10 is older than 9 (shown by any run: its token counter starts a few below a power of ten, harness.BoundaryStart)",
-		[]string{faults.Kill, faults.Stop}, true, "", ""},
+		[]string{faults.Kill, faults.Stop}, true, "", "", false},
 	{LeaseOnly, "no fence: the store accepts any write; the leader writes only while its local lease deadline holds",
-		[]string{faults.Delay}, true, "", ""},
+		[]string{faults.Delay}, true, "", "", false},
 	{NonAtomicRelease, "the lease is released with GET then DEL in two round trips, which can delete a newer leader's lock",
-		[]string{faults.FPReleaseRace}, true, "", ""},
+		[]string{faults.FPReleaseRace}, true, "", "", false},
 	{VolatileRedis, "Redis runs without an append-only file, so a restart resets the token counter and tokens repeat",
-		[]string{faults.RedisRestartVolatile}, true, "", ""},
+		[]string{faults.RedisRestartVolatile}, true, "", "", false},
 	{UncheckedRelease, "the lease is released with a plain DEL, without checking that the lock is still ours: a late release deletes a newer leader's lock",
-		[]string{faults.FPLateRelease}, true, "", ""},
+		[]string{faults.FPLateRelease}, true, "", "", false},
 	{NoStepDown, "the leader ignores its local lease deadline and leads until Redis rejects a renewal",
-		[]string{faults.FPLateCommit, faults.PartitionBlackhole}, true, "", ""},
+		[]string{faults.FPLateCommit, faults.PartitionBlackhole}, true, "", "", false},
 	// Register clients hold tokens of their own and reload the cursor after a conflict:
 	// a superseded one then commits at once. A leader's term ends too soon after it is
 	// superseded for the listener workload to show it reliably.
 	{NoTokenCheck, "the fence checks the cursor but not the token (PostgreSQL: the conditional UPDATE without `token <= $token`): a writer whose token was superseded passes once it has reloaded the cursor",
-		[]string{faults.Pause}, true, "postgres", "register"},
+		[]string{faults.Pause}, true, "postgres", "register", false},
 	// The listener's own run: the race needs the old leader to commit between the new
 	// leader's load and its first commit, which fp-load-race arranges.
 	{NoCursorCheck, "the commit script checks the token but not the cursor: a commit that lands between a new leader's load and its first commit (carrying the old leader's token, still the highest accepted) makes the new leader's commit apply the same events again",
-		[]string{faults.FPLoadRace}, true, "", ""},
+		[]string{faults.FPLoadRace}, true, "", "", false},
+	// Caught by lease-exclusion: the store's fence rejects the overwritten standby's
+	// late writes, but two nodes lead at once with no fault to explain it.
+	{NonAtomicTakeover, "takeover on disconnect trusts the standby's poll: once it saw the leader's presence gone, it takes the lock with INCR and a plain SET, without checking again, in the same step, that the lock still holds the vanished leader's value; two standbys that saw the same crash both take over, and the second overwrites the first's fresh lease",
+		[]string{faults.FPTakeoverRace}, true, "", "", true},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v

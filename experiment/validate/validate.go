@@ -156,8 +156,9 @@ type plannedRun struct {
 	Faults []string
 	Seed   int64
 	// Store and Workload are the Under variant's (see variants.Variant): "" for Redis and
-	// the listener workload.
+	// the listener workload; Takeover its takeover on disconnect.
 	Store, Workload string
+	Takeover        bool
 }
 
 // dirName is the directory, under --out/runs, that receives the run directory.
@@ -184,8 +185,8 @@ func planMatrix(vs []variants.Variant, seeds matrix.Seeds) ([]plannedRun, error)
 		}
 		for _, s := range seeds.List() {
 			out = append(out,
-				plannedRun{Variant: v.Name, Under: v.Name, Faults: own, Seed: s, Store: v.Store, Workload: v.Workload},
-				plannedRun{Variant: variants.Reference, Under: v.Name, Faults: refFaults, Seed: s, Store: v.Store, Workload: v.Workload})
+				plannedRun{Variant: v.Name, Under: v.Name, Faults: own, Seed: s, Store: v.Store, Workload: v.Workload, Takeover: v.Takeover},
+				plannedRun{Variant: variants.Reference, Under: v.Name, Faults: refFaults, Seed: s, Store: v.Store, Workload: v.Workload, Takeover: v.Takeover})
 		}
 	}
 	return out, nil
@@ -198,7 +199,7 @@ func runMatrix(ctx context.Context, d *matrix.Driver, base chaosrun.Spec, plan [
 	runs := make([]matrix.Run, len(plan))
 	for i, p := range plan {
 		s := base
-		s.Variant, s.Nemeses, s.Store = p.Variant, p.Faults, p.Store
+		s.Variant, s.Nemeses, s.Store, s.Takeover = p.Variant, p.Faults, p.Store, p.Takeover
 		if p.Workload != "" {
 			wl, err := workloads.ByName(p.Workload)
 			if err != nil {
