@@ -72,7 +72,7 @@ func runID() string {
 
 // start starts a docker cluster for a test and removes it when the test ends, checking
 // that nothing of it is left.
-func start(t *testing.T, spec backend.Spec) *container.Backend {
+func start(t testing.TB, spec backend.Spec) *container.Backend {
 	t.Helper()
 	images(t)
 	if spec.Dir == "" {
@@ -99,7 +99,7 @@ func start(t *testing.T, spec backend.Spec) *container.Backend {
 
 // assertNothingLeft checks that no container or network of run id is left and that the
 // images are still there.
-func assertNothingLeft(t *testing.T, id string) {
+func assertNothingLeft(t testing.TB, id string) {
 	t.Helper()
 	cli, err := client.New(client.FromEnv)
 	if err != nil {

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/failovertest"
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
@@ -53,41 +53,11 @@ func waitLeader(t testing.TB, c backend.Backend, minToken int64, exclude ...stri
 	return id, tok
 }
 
-// firstCommit returns the host time of the first accepted commit under a token above
-// minToken, waiting for it up to timeout.
-func firstCommit(t testing.TB, c *proc.Backend, dir string, minToken int64, timeout time.Duration) (int64, history.Event) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var best history.Event
-		for _, id := range c.Nodes() {
-			evs, err := history.ReadFile(filepath.Join(dir, history.HistoryDir, id+".jsonl"))
-			if err != nil {
-				continue
-			}
-			for _, e := range evs {
-				if e.Kind == history.KindCommit && e.Type == history.OK && e.Token > minToken && (best.Time == 0 || e.Time < best.Time) {
-					best = e
-				}
-			}
-		}
-		if best.Time != 0 {
-			return best.Time, best
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no commit under a token above %d within %v", minToken, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // committing waits for a leader with a token above minToken and for its first commit;
 // it returns the leader and its token.
 func committing(t testing.TB, c *proc.Backend, minToken int64, exclude ...string) (string, int64) {
 	t.Helper()
-	id, tok := waitLeader(t, c, minToken, exclude...)
-	firstCommit(t, c, c.Dir(), tok-1, 10*time.Second)
-	return id, tok
+	return failovertest.Committing(t, c, minToken, exclude...)
 }
 
 // failover applies fault and waits, up to timeout, for the first commit under a token
@@ -99,8 +69,8 @@ func failover(t testing.TB, c *proc.Backend, tok int64, timeout, bound time.Dura
 	if err := fault(); err != nil {
 		t.Fatal(err)
 	}
-	at, ev := firstCommit(t, c, c.Dir(), tok, timeout)
-	d := time.Duration(at - t0.UnixNano())
+	ev := failovertest.FirstCommit(t, c, tok, timeout)
+	d := time.Duration(ev.Time - t0.UnixNano())
 	if d > bound {
 		t.Fatalf("%s took %v, bound %v", what, d, bound)
 	}
@@ -257,7 +227,7 @@ func TestTwoOfThreeKilled(t *testing.T) {
 		}
 	}
 	survivor, _ := waitLeader(t, c, tok, killed...)
-	firstCommit(t, c, c.Dir(), tok, crashBound)
+	failovertest.FirstCommit(t, c, tok, crashBound)
 	t.Logf("killed %v, %s leads", killed, survivor)
 	verify(t, c)
 }
@@ -294,63 +264,67 @@ func TestKillMidIngestion(t *testing.T) {
 }
 
 // Benchmarks: the failover windows over real node processes. Run with
-// `go test -run ^$ -bench 'GracefulHandoff|CrashFailover' -benchtime 1x ./backend/proc/`
-// (make bench). Each iteration hands over once, 30 at least; p50/p99 are reported in
-// milliseconds (with 30 samples, p99 is the largest). BenchmarkCrashFailover's
+// `go test -run ^$ -bench 'GracefulHandoff|CrashFailover|PartitionFailover' -benchtime 1x
+// ./backend/proc/` (make bench). Each hands over 30 times, from the fault to the first
+// commit accepted under the new token, and prints p50/p90/p99/max (with 30 samples, p99
+// is the largest) and where the time went, step by step. BenchmarkCrashFailover's
 // sub-benchmarks are the lease lengths with takeover on disconnect off and on
-// (election.Config.TakeoverOnDisconnect); BenchmarkGracefulHandoff uses a 1s lease.
+// (election.Config.TakeoverOnDisconnect); BenchmarkGracefulHandoff uses a 1s lease;
+// BenchmarkPartitionFailover partitions the leader from Redis (reset: connections
+// refused and reset; blackhole: open and silent) at a 1s lease, the option off and on.
 
-func BenchmarkGracefulHandoff(b *testing.B) { benchFailover(b, false, lease, false) }
+const failoverSamples = 30
+
+func BenchmarkGracefulHandoff(b *testing.B) {
+	c := benchCluster(b, lease, false)
+	samples := failovertest.Measure(b, c, max(b.N, failoverSamples), 10*time.Second, failovertest.Fault{
+		Inject: c.StopNode, Heal: c.StartNode})
+	failovertest.Report(b, os.Stderr, "SIGTERM, lease 1s", samples)
+}
 
 func BenchmarkCrashFailover(b *testing.B) {
 	for _, ttl := range []time.Duration{time.Second, 2 * time.Second, 10 * time.Second} {
 		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("lease=%v/takeover=%s", ttl, map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
-				benchFailover(b, true, ttl, on)
+			b.Run(fmt.Sprintf("lease=%v/takeover=%s", ttl, onOff(on)), func(b *testing.B) {
+				c := benchCluster(b, ttl, on)
+				samples := failovertest.Measure(b, c, max(b.N, failoverSamples), 2*ttl+20*time.Second, failovertest.Fault{
+					Inject: c.KillNode, Heal: c.StartNode})
+				failovertest.Report(b, os.Stderr, fmt.Sprintf("SIGKILL, lease %v, takeover on disconnect %s", ttl, onOff(on)), samples)
 			})
 		}
 	}
 }
 
-func benchFailover(b *testing.B, crash bool, ttl time.Duration, takeover bool) {
-	c := proc.StartT(b, backend.Spec{
+func BenchmarkPartitionFailover(b *testing.B) {
+	for _, kind := range []string{faults.PartitionReset, faults.PartitionBlackhole} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/takeover=%s", kind, onOff(on)), func(b *testing.B) {
+				c := benchCluster(b, lease, on)
+				f, err := nemesis.ByKind(kind)
+				if err != nil {
+					b.Fatal(err)
+				}
+				samples := failovertest.Measure(b, c, max(b.N, failoverSamples), 2*lease+20*time.Second, failovertest.Fault{
+					Inject: func(ctx context.Context, id string) error {
+						_, err := f.Inject(ctx, c, id, nemesis.Params{LeaseTTL: lease})
+						return err
+					},
+					Heal: func(ctx context.Context, id string) error {
+						_, err := f.Heal(ctx, c, id)
+						return err
+					}})
+				failovertest.Report(b, os.Stderr, fmt.Sprintf("%s, lease %v, takeover on disconnect %s", kind, lease, onOff(on)), samples)
+			})
+		}
+	}
+}
+
+// benchCluster is three nodes with everything available at the source (every fetch
+// returns a whole batch at once).
+func benchCluster(b *testing.B, ttl time.Duration, takeover bool) *proc.Backend {
+	return proc.StartT(b, backend.Spec{
 		Nodes: 3, SourceRate: 0, Node: backend.NodeOptions{LeaseTTL: ttl, Batch: 20, TakeoverOnDisconnect: takeover},
 	})
-	dir := c.Dir()
-	ctx := context.Background()
-	n := max(b.N, 30)
-	var samples []time.Duration
-	tok := int64(0)
-	b.ResetTimer()
-	for range n {
-		var old string
-		old, tok = committing(b, c, tok)
-		time.Sleep(time.Duration(len(samples)%7) * 37 * time.Millisecond) // vary the phase against the renewals
-		t0 := time.Now()
-		var err error
-		if crash {
-			err = c.KillNode(ctx, old)
-		} else {
-			err = c.StopNode(ctx, old)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		at, _ := firstCommit(b, c, dir, tok, 2*ttl+20*time.Second)
-		samples = append(samples, time.Duration(at-t0.UnixNano()))
-		if err := c.StartNode(ctx, old); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	q := func(p float64) float64 {
-		return float64(samples[int(p*float64(len(samples)-1)+0.5)]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(q(1), "max-ms")
-	b.ReportMetric(0, "ns/op")
-	fmt.Fprintf(os.Stderr, "%s: %d handovers, lease %v, takeover on disconnect %v: p50 %.1f ms p90 %.1f ms p99 %.1f ms max %.1f ms\n",
-		b.Name(), len(samples), ttl, takeover, q(0.5), q(0.9), q(0.99), q(1))
 }
+
+func onOff(on bool) string { return map[bool]string{false: "off", true: "on"}[on] }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/failovertest"
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/election"
 )
@@ -29,13 +30,13 @@ func TestClusterElects(t *testing.T) {
 		Redis: backend.RedisSpec{Topology: backend.TopologyCluster, MinReplicasToWrite: 1, MinReplicasMaxLag: 5},
 		Node:  backend.NodeOptions{LeaseTTL: lease, Batch: 20, RedisWait: 1}})
 	id, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, c.Dir(), tok-1, 15*time.Second)
+	failovertest.FirstCommit(t, c, tok-1, 15*time.Second)
 	ctx := context.Background()
 	if err := c.StopNode(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	_, tok2 := waitLeader(t, c, tok, id)
-	firstCommit(t, c, c.Dir(), tok2-1, 15*time.Second)
+	failovertest.FirstCommit(t, c, tok2-1, 15*time.Second)
 	addr, err := c.PrimaryAddr(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/failovertest"
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/faults"
@@ -57,7 +58,7 @@ func failoverReissuesToken(t *testing.T, topology string) {
 	flog := history.NewRecorder(fl)
 
 	first, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, dir, tok-1, 15*time.Second)
+	failovertest.FirstCommit(t, c, tok-1, 15*time.Second)
 
 	flog.Record(history.Event{ID: "fault-1", Type: history.Invoke, Kind: history.KindFault, Node: "redis", Fault: faults.RedisIsolatePrimary})
 	cut := time.Now()

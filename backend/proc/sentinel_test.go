@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/failovertest"
 	"github.com/fenceline/fenceline/backend/proc"
 )
 
@@ -27,7 +28,7 @@ func TestSentinelElects(t *testing.T) {
 	c := startSentinel(t, 2, backend.RedisSpec{MinReplicasToWrite: 1, MinReplicasMaxLag: 5},
 		backend.NodeOptions{RedisWait: 2})
 	_, tok := waitLeader(t, c, 0)
-	firstCommit(t, c, c.Dir(), tok-1, 15*time.Second)
+	failovertest.FirstCommit(t, c, tok-1, 15*time.Second)
 	addr, err := c.PrimaryAddr(context.Background())
 	if err != nil {
 		t.Fatal(err)
