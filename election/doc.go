@@ -77,6 +77,18 @@
 // default, and a silently re-sent acquire, renew or release corrupts the history that
 // Recorder keeps: one invoke would stand for two executions.
 //
+// # A lock API beside Run
+//
+// Acquire (blocks until held, or until its ctx ends) and TryAcquire (one attempt) return
+// a held *Lock: its fencing Token, a Context that ends when the lease does (with
+// context.Cause giving the reason, as Run's term context does), and Release, which
+// releases the lease and wakes the standbys at once. The lease is renewed in the
+// background until Release or its loss. It is Run for one term, the same loop with the
+// same guarantees, logs, metrics and Recorder steps: a singleton job or a migration runner
+// that wants "do this once, fenced" needs no lead func. A Release hands the lock to an
+// Acquire blocked elsewhere in 0.49ms at p50, 1.4ms at p99 (BenchmarkLockHandoff, 200
+// handoffs on loopback, lease and RetryInterval 10s).
+//
 // # A lock taken some other way
 //
 // Leadership is the term loop on its own: given a Term and a Lease (the renew and

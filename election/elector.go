@@ -135,7 +135,13 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	return e.loop(ctx, lead, nil)
+}
 
+// loop is Run's body, shared with the lock API (lock.go): it campaigns until ctx is
+// done, then returns nil. If until is not nil, loop also returns, with the pause's err,
+// as soon as until says so of the pause that follows an attempt.
+func (e *Elector) loop(ctx context.Context, lead func(context.Context, Term), until func(pause) bool) error {
 	presence := ""
 	if e.cfg.TakeoverOnDisconnect {
 		presence = e.cfg.InstanceID
@@ -146,6 +152,9 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 	takeFrom := ""
 	for ctx.Err() == nil {
 		next := e.campaign(ctx, lead, sub, takeFrom)
+		if until != nil && until(next) {
+			return next.err
+		}
 		takeFrom = e.sleep(ctx, next)
 	}
 	return nil
@@ -158,6 +167,9 @@ type pause struct {
 	// watch is the lock value of another instance whose presence the wait polls
 	// (Config.TakeoverOnDisconnect); "" if none.
 	watch string
+	// err is why the attempt led no term: ErrLeaseHeld, ErrNotPresent or the request's
+	// error; nil after a term, or when the next attempt follows at once.
+	err error
 }
 
 // campaign makes one acquire attempt, a takeover of lock value takeFrom if it is not "",
@@ -183,18 +195,18 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		// Refused before it ran (a MOVED after a Redis Cluster failover): no token.
 		complete(Result{Outcome: Fail, Err: err})
 		e.log.Warn("acquire-refused", slog.Any("error", err))
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case err != nil:
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
 		e.unresolved = true
 		e.log.Warn("acquire-failed", slog.Any("error", err))
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case !r.won && r.absent:
 		// Our subscription is being made or remade: no lease may be held without it.
 		complete(Result{Outcome: Fail, Err: ErrNotPresent})
-		return pause{wait: e.cfg.PresenceInterval, notices: sub.C()}
+		return pause{wait: e.cfg.PresenceInterval, notices: sub.C(), err: ErrNotPresent}
 	case !r.won:
 		complete(Result{Outcome: Fail, Err: ErrLeaseHeld})
 		inst, token, perr := ParseLockValue(r.holder)
@@ -205,7 +217,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 			e.learn(token)
 		}
 		e.observe(r.holder)
-		p := pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		p := pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: ErrLeaseHeld}
 		if r.pttl >= 0 && r.pttl+pttlMargin < p.wait {
 			p.wait = r.pttl + pttlMargin
 		}
@@ -256,7 +268,7 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 			e.cfg.Metrics.Recovered(RecoveryReleased)
 			return pause{} // the lease is free: campaign again at once
 		}
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: ErrLeaseHeld}
 	}
 	// Adopt: extend the lock if it still holds value. Redis runs the request after it was
 	// sent, so the lease lasts at least LeaseTTL from the send time, as for an acquire.
@@ -274,7 +286,7 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 		complete(Result{Outcome: outcome, Token: token, Err: err})
 		e.log.Warn("acquire-failed", slog.Int64("token", token), slog.Any("error", err))
 		e.adopting = token // still ours to adopt if the next attempt finds it
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case !ok:
 		// It expired (or was released) since the attempt read it: campaign again at once.
 		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
