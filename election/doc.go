@@ -103,7 +103,8 @@
 // Logs (Config.Logger, silent by default) use constant messages — became-leader,
 // lost-leadership, renew-failed, released, release-failed, acquire-failed, adopted — with
 // the data in attributes (token, reason, error). Metrics are an interface with a no-op
-// default (NopMetrics; NewPrometheusMetrics exports them), and Recorder sees every request
+// default (NopMetrics; NewPrometheusMetrics exports them; a write rejected as stale is
+// counted by the fenced store that rejected it, not here), and Recorder sees every request
 // with its outcome: ok, fail, or unknown. Config.OnNewLeader is called with each new lock
 // holder the elector observes, so callers need not poll Status; Check(maxTolerable) is a
 // health check that fails for a leader stuck past its local lease deadline.

@@ -59,16 +59,17 @@ func (NopMetrics) Recovered(Recovery)          {}
 //	fenceline_election_renew_duration_seconds     histogram renewals answered by Redis (ok or rejected), send to reply
 //	fenceline_election_renew_failures_total       counter  renewals without an answer (timeout, connection error)
 //	fenceline_election_recovered_total            counter  own lock values adopted or released, by how
-//	fenceline_election_fencing_rejected_total     counter  writes the store rejected as stale (see FencingRejected)
+//
+// The election counts no fencing rejection: only the fenced store sees one, and it counts
+// it (fenceline_listener_fencing_rejections_total), so one event has one metric.
 type PrometheusMetrics struct {
-	token           prometheus.Gauge
-	isLeader        prometheus.Gauge
-	won             prometheus.Counter
-	lost            *prometheus.CounterVec
-	renewLatency    prometheus.Histogram
-	renewFailures   prometheus.Counter
-	recovered       *prometheus.CounterVec
-	fencingRejected prometheus.Counter
+	token         prometheus.Gauge
+	isLeader      prometheus.Gauge
+	won           prometheus.Counter
+	lost          *prometheus.CounterVec
+	renewLatency  prometheus.Histogram
+	renewFailures prometheus.Counter
+	recovered     *prometheus.CounterVec
 }
 
 var _ Metrics = (*PrometheusMetrics)(nil)
@@ -101,8 +102,6 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 			Help: "Lease renewals that got no answer (timeout, connection error)."}),
 		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: labels,
 			Help: "Lock values of this instance that no term used, adopted (a lost acquire reply) or released."}, []string{"how"}),
-		fencingRejected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fencing_rejected_total", ConstLabels: labels,
-			Help: "Writes rejected by the store because their fencing token was stale."}),
 	}
 	if reg == nil {
 		m.export()
@@ -126,7 +125,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 	}
 	// An existing collector of the same descriptor was registered by this function, so it
 	// has the same type; the checked assertions guard against a foreign one.
-	var ok [8]bool
+	var ok [7]bool
 	m.token, ok[0] = register(m.token).(prometheus.Gauge)
 	m.isLeader, ok[1] = register(m.isLeader).(prometheus.Gauge)
 	m.won, ok[2] = register(m.won).(prometheus.Counter)
@@ -134,7 +133,6 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 	m.renewLatency, ok[4] = register(m.renewLatency).(prometheus.Histogram)
 	m.renewFailures, ok[5] = register(m.renewFailures).(prometheus.Counter)
 	m.recovered, ok[6] = register(m.recovered).(*prometheus.CounterVec)
-	m.fencingRejected, ok[7] = register(m.fencingRejected).(prometheus.Counter)
 	if err != nil {
 		return nil, err
 	}
@@ -154,25 +152,6 @@ func (m *PrometheusMetrics) export() {
 	}
 	for _, r := range []Recovery{RecoveryAdopted, RecoveryReleased} {
 		m.recovered.WithLabelValues(string(r))
-	}
-}
-
-// NewMetrics is NewPrometheusMetrics(reg, nil) for callers that cannot handle an error:
-// it panics only on a registration conflict with a foreign collector. Calling it twice
-// with one registry does not panic; the two share their collectors.
-func NewMetrics(reg prometheus.Registerer) *PrometheusMetrics {
-	m, err := NewPrometheusMetrics(reg, nil)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// FencingRejected counts one write that the store rejected because its token was stale.
-// The elector cannot see the store: the caller that owns the fenced write calls this.
-func (m *PrometheusMetrics) FencingRejected() {
-	if m != nil {
-		m.fencingRejected.Inc()
 	}
 }
 

@@ -212,7 +212,10 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	emetrics := election.NewMetrics(reg)
+	emetrics, err := election.NewPrometheusMetrics(reg, nil)
+	if err != nil {
+		return err
+	}
 	erec := newElectionRecorder(rec, cfg.ID, st.health)
 	var el electorRunner
 	if isTarget(cfg) {
@@ -239,9 +242,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	view := leaderView(el)
 	st.elector.Store(&view)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
-		if err := l.Run(tctx, t.Token); errors.Is(err, listener.ErrStaleToken) {
-			emetrics.FencingRejected()
-		}
+		_ = l.Run(tctx, t.Token) // a rejection is the listener's to count and log
 	})
 	if errors.Is(err, context.Canceled) {
 		err = nil
