@@ -42,6 +42,8 @@ func TestConfigValidation(t *testing.T) {
 		{"presence interval above retry", Config{InstanceID: "a", TakeoverOnDisconnect: true, RetryInterval: 100 * ms, PresenceInterval: 200 * ms}, "PresenceInterval"},
 		{"negative presence interval", Config{InstanceID: "a", TakeoverOnDisconnect: true, PresenceInterval: -ms}, "PresenceInterval"},
 		{"takeover, defaults", Config{InstanceID: "a", TakeoverOnDisconnect: true}, ""},
+		{"negative lead grace", Config{InstanceID: "a", LeadGrace: -ms}, "LeadGrace"},
+		{"lead grace", Config{InstanceID: "a", LeadGrace: 10 * time.Second}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // New sends nothing

@@ -101,11 +101,20 @@
 // # Observability
 //
 // Logs (Config.Logger, silent by default) use constant messages — became-leader,
-// lost-leadership, renew-failed, released, release-failed, acquire-failed, adopted — with
-// the data in attributes (token, reason, error). Metrics are an interface with a no-op
+// lost-leadership, renew-failed, released, release-failed, acquire-failed, adopted,
+// lead-overdue, lead-returned-late — with the data in attributes (token, reason, error). Metrics are an interface with a no-op
 // default (NopMetrics; NewPrometheusMetrics exports them; a write rejected as stale is
 // counted by the fenced store that rejected it, not here), and Recorder sees every request
 // with its outcome: ok, fail, or unknown. Config.OnNewLeader is called with each new lock
 // holder the elector observes, so callers need not poll Status; Check(maxTolerable) is a
 // health check that fails for a leader stuck past its local lease deadline.
+//
+// # A lead that does not return
+//
+// Run waits for lead to return before it campaigns again, and lead must honour its
+// term's context. If it has not returned Config.LeadGrace (default LeaseTTL) after its
+// term ended, the elector logs lead-overdue, counts it, fails Check with ErrLeadOverdue
+// and calls Config.OnLeadOverdue. By default it does not exit the process: set
+// OnLeadOverdue to os.Exit, as client-go's users are told to, or serve Check to a
+// liveness probe.
 package election

@@ -87,8 +87,9 @@ func (e *Elector) Status() Status { return e.terms.Status() }
 // leads but its local lease deadline passed more than maxTolerable ago (measured on
 // Config.Clock) — a leader whose term should have ended and did not, because Run's
 // goroutine is stuck (a Recorder, Metrics or OnNewLeader that blocks, a starved process).
-// A follower, or a leader within its lease, is healthy: Check returns nil. It does not
-// block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
+// It returns an error wrapping ErrLeadOverdue, whatever maxTolerable, while a lead func
+// has not returned Config.LeadGrace after its term ended. A follower, or a leader within
+// its lease, is healthy: Check returns nil. It does not block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
 func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check(maxTolerable) }
 
 // Run campaigns until ctx is done, then returns nil. It blocks. Only one Run of an Elector
@@ -102,8 +103,9 @@ func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check
 // on its own, the term ends too (ErrLeadReturned): the lease is released and Run waits
 // RetryInterval before campaigning again, so that a standby can take over.
 //
-// When a term ends, Run waits for lead to return (lead must honour termCtx) and for any
-// renewal in flight before it sends anything else. Then, if ctx is done (or lead returned),
+// When a term ends, Run waits for lead to return (lead must honour termCtx; past
+// Config.LeadGrace it reports lead overdue) and for any renewal in flight before it
+// sends anything else. Then, if ctx is done (or lead returned),
 // it releases the lease with a fresh deadline of RequestTimeout, detached from ctx.
 //
 // While another instance holds the lease, Run waits for a release notice, for the lease's

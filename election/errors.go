@@ -39,6 +39,9 @@ var (
 	// ErrLeaseOverdue is returned by Check when the elector believes it leads although its
 	// local lease deadline passed more than the tolerated time ago: a stuck leader.
 	ErrLeaseOverdue = errors.New("election: leader past its local lease deadline")
+	// ErrLeadOverdue is returned by Check while a lead func has not returned LeadGrace
+	// after its term ended.
+	ErrLeadOverdue = errors.New("election: lead did not return after its term ended")
 )
 
 // ConfigError reports an invalid Config field. errors.Is(err, ErrInvalidConfig) holds, and

@@ -24,6 +24,9 @@ type Metrics interface {
 	// that no term of its uses (an acquire or renewal whose reply was lost, a term that
 	// ended, an earlier process of the instance) and adopted or released it.
 	Recovered(how Recovery)
+	// LeadOverdue is called when a lead func has not returned LeadGrace after its term
+	// ended (see Config.LeadGrace).
+	LeadOverdue()
 }
 
 // Recovery is what the elector did with a lock value of its own that no term used.
@@ -48,6 +51,7 @@ func (NopMetrics) LostLeadership(Reason)       {}
 func (NopMetrics) RenewAnswered(time.Duration) {}
 func (NopMetrics) RenewFailed()                {}
 func (NopMetrics) Recovered(Recovery)          {}
+func (NopMetrics) LeadOverdue()                {}
 
 // PrometheusMetrics are the election's Prometheus metrics. A nil *PrometheusMetrics
 // records nothing.
@@ -59,6 +63,7 @@ func (NopMetrics) Recovered(Recovery)          {}
 //	fenceline_election_renew_duration_seconds     histogram renewals answered by Redis (ok or rejected), send to reply
 //	fenceline_election_renew_failures_total       counter  renewals without an answer (timeout, connection error)
 //	fenceline_election_recovered_total            counter  own lock values adopted or released, by how
+//	fenceline_election_lead_overdue_total         counter  lead funcs still running LeadGrace after their term ended
 //
 // The election counts no fencing rejection: only the fenced store sees one, and it counts
 // it (fenceline_listener_fencing_rejections_total), so one event has one metric.
@@ -70,6 +75,7 @@ type PrometheusMetrics struct {
 	renewLatency  prometheus.Histogram
 	renewFailures prometheus.Counter
 	recovered     *prometheus.CounterVec
+	leadOverdue   prometheus.Counter
 }
 
 var _ Metrics = (*PrometheusMetrics)(nil)
@@ -102,6 +108,8 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 			Help: "Lease renewals that got no answer (timeout, connection error)."}),
 		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: labels,
 			Help: "Lock values of this instance that no term used, adopted (a lost acquire reply) or released."}, []string{"how"}),
+		leadOverdue: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lead_overdue_total", ConstLabels: labels,
+			Help: "Lead funcs that had not returned LeadGrace after their term ended."}),
 	}
 	if reg == nil {
 		m.export()
@@ -125,7 +133,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 	}
 	// An existing collector of the same descriptor was registered by this function, so it
 	// has the same type; the checked assertions guard against a foreign one.
-	var ok [7]bool
+	var ok [8]bool
 	m.token, ok[0] = register(m.token).(prometheus.Gauge)
 	m.isLeader, ok[1] = register(m.isLeader).(prometheus.Gauge)
 	m.won, ok[2] = register(m.won).(prometheus.Counter)
@@ -133,6 +141,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 	m.renewLatency, ok[4] = register(m.renewLatency).(prometheus.Histogram)
 	m.renewFailures, ok[5] = register(m.renewFailures).(prometheus.Counter)
 	m.recovered, ok[6] = register(m.recovered).(*prometheus.CounterVec)
+	m.leadOverdue, ok[7] = register(m.leadOverdue).(prometheus.Counter)
 	if err != nil {
 		return nil, err
 	}
@@ -191,5 +200,12 @@ func (m *PrometheusMetrics) RenewFailed() {
 func (m *PrometheusMetrics) Recovered(how Recovery) {
 	if m != nil {
 		m.recovered.WithLabelValues(string(how)).Inc()
+	}
+}
+
+// LeadOverdue implements Metrics.
+func (m *PrometheusMetrics) LeadOverdue() {
+	if m != nil {
+		m.leadOverdue.Inc()
 	}
 }
