@@ -54,7 +54,10 @@ func check(cfg Config) error {
 		return fmt.Errorf("--control: %w", err)
 	}
 	ctl.Close()
-	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	client, err := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	if err != nil {
+		return err
+	}
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
 		if cfg.Store == StorePostgres {
@@ -146,7 +149,10 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		}})
 	}
 
-	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	client, err := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	if err != nil {
+		return usage(err)
+	}
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
