@@ -77,6 +77,12 @@
 // default, and a silently re-sent acquire, renew or release corrupts the history that
 // Recorder keeps: one invoke would stand for two executions.
 //
+// Behind Sentinel or in a Redis Cluster, an asynchronous failover can lose acknowledged
+// writes, the token counter's included. AddWait makes the client follow every script
+// with WAIT in the same pipeline: a write counts only once it is on that many replicas,
+// and a miss is an unknown outcome (ErrWaitMissed), for the election and for a fenced
+// store on the same client alike.
+//
 // # A lock API beside Run
 //
 // Acquire (blocks until held, or until its ctx ends) and TryAcquire (one attempt) return
