@@ -249,3 +249,53 @@ func BenchmarkLockHandoff(b *testing.B) {
 	report(b, handoffs, "handoff")
 	b.ReportMetric(0, "ns/op") // the per-iteration time includes the waiter's start; see the percentiles
 }
+
+// A lock holder's connections close (its process dies): with TakeoverOnDisconnect, an
+// Acquire waiting elsewhere takes the lease at once, not a 10s lease later, and the old
+// holder's lease context ends with the reason once it learns.
+func TestLockTakeoverOnDisconnect(t *testing.T) {
+	srv := redisserver.New(t)
+	p := startProxy(t, srv.Addr())
+	a := newElector(t, newClient(t, p.addr()), takeoverConfig("a", true))
+	la, err := a.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	cfg := takeoverConfig("b", true)
+	cfg.Recorder = rec
+	b := newElector(t, newClient(t, srv.Addr()), cfg)
+	got := make(chan *election.Lock, 1)
+	go func() {
+		lb, err := b.Acquire(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lb
+	}()
+	if !rec.eventually("acquire/fail", 1, wait) {
+		t.Fatal("b made no attempt")
+	}
+	closed := time.Now()
+	p.close()
+	lb := <-got
+	if lb == nil {
+		t.FailNow()
+	}
+	if took := time.Since(closed); took > fastBound {
+		t.Errorf("takeover took %v, want < %v", took, fastBound)
+	}
+	if lb.Token() <= la.Token() {
+		t.Errorf("b's token %d is not above a's %d", lb.Token(), la.Token())
+	}
+	<-la.Context().Done()
+	if cause := context.Cause(la.Context()); !errors.Is(cause, election.ErrLeaseExpired) && !errors.Is(cause, election.ErrNotHeld) {
+		t.Errorf("a's lease ended by %v", cause)
+	}
+	if err := la.Release(context.Background()); err == nil {
+		t.Error("a's Release after the takeover: nil, want the loss")
+	}
+	if err := lb.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
