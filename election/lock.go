@@ -80,8 +80,9 @@ func (e *Elector) Acquire(ctx context.Context) (*Lock, error) {
 // TryAcquire makes one acquire attempt and returns the held Lock if it won, and otherwise
 // an error: wrapping ErrLeaseHeld if another instance holds the lease, or the request's
 // error (whose outcome is unknown: a later attempt adopts a lease it took; see Run). It
-// blocks for about one round trip (two if it first releases a stale lease of this
-// instance), and is otherwise Acquire.
+// blocks for a few round trips (the release channel's subscription, the attempt, and a
+// release first if the lock holds a stale value of this instance; Redis waits for
+// nothing), and is otherwise Acquire.
 func (e *Elector) TryAcquire(ctx context.Context) (*Lock, error) {
 	return e.acquire(ctx, func(p pause) bool { return p.wait > 0 })
 }
