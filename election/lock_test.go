@@ -205,14 +205,16 @@ func TestLockMisuse(t *testing.T) {
 }
 
 // BenchmarkLockHandoff measures the lock API's handoff on a real redis-server: from the
-// holder's call to Release to the return of the Acquire another elector has blocked in
-// (the release, its notice and the acquire). The lease and retry interval are 10s, so
+// holder's call to Release to the return of the Acquire another elector, on its own
+// client, has blocked in (the release, its notice and the acquire). The lease and retry interval are 10s, so
 // only the notice can explain a fast handoff. It reports p50 and p99 in milliseconds.
 func BenchmarkLockHandoff(b *testing.B) {
 	srv := redisserver.New(b)
-	c := newClient(b, srv.Addr())
 	recs := []*recorder{{}, {}}
-	es := []*election.Elector{newElector(b, c, lockConfig("a", recs[0])), newElector(b, c, lockConfig("b", recs[1]))}
+	es := []*election.Elector{ // a client each, as two processes would have
+		newElector(b, newClient(b, srv.Addr()), lockConfig("a", recs[0])),
+		newElector(b, newClient(b, srv.Addr()), lockConfig("b", recs[1])),
+	}
 	ctx := context.Background()
 	held, err := es[0].Acquire(ctx)
 	if err != nil {
