@@ -68,9 +68,9 @@ func (l *Lock) Release(ctx context.Context) error {
 //
 // Acquire is Run for one term: the same acquire attempts, release notices, adoption of
 // a lost reply, takeover on disconnect, renewals, local lease deadline, Recorder,
-// Metrics, Logger and OnNewLeader. An Elector campaigns once at a time: while a Lock is
-// held (until its Release has returned) or Run runs, Acquire and TryAcquire return
-// ErrRunning. If ctx ends first, Acquire returns its cause (a lease taken at that moment
+// Metrics, Logger and OnNewLeader. An Elector campaigns once at a time: while a Lock's
+// lease lasts (until it is lost, or its release has finished) or Run runs, Acquire and
+// TryAcquire return ErrRunning. If ctx ends first, Acquire returns its cause (a lease taken at that moment
 // is released first). If the client is closed, Acquire returns an error wrapping
 // redis.ErrClosed instead of retrying.
 func (e *Elector) Acquire(ctx context.Context) (*Lock, error) {
