@@ -89,13 +89,32 @@ type Config struct {
 	// RetryInterval. Default: DefaultPresenceInterval, or RetryInterval if shorter.
 	PresenceInterval time.Duration
 
+	// LeadGrace bounds how long the elector waits, once a term has ended, for its lead
+	// func to return before it calls lead overdue: it then logs lead-overdue (at error
+	// level), counts it (Metrics.LeadOverdue), makes Check fail with ErrLeadOverdue and
+	// calls OnLeadOverdue, and goes on waiting (no new term starts while lead runs). Must
+	// not be negative. Default: LeaseTTL, the time another instance may need to lead.
+	LeadGrace time.Duration
+
+	// OnLeadOverdue, if set, is called once per term whose lead func has not returned
+	// LeadGrace after the term ended, with that term, from Run's goroutine (Acquire's
+	// for a Lock). A lead that ignores its context keeps working after another instance
+	// may have taken over; its fenced writes are rejected, its unfenced effects are not.
+	//
+	// Default: nil, and the elector does not exit the process. A library that exits its
+	// host by default would take down every other thing the process serves, and a test.
+	// The conservative choice, the one client-go's users are told to make, is to exit:
+	// set OnLeadOverdue: func(election.Term) { os.Exit(1) } and let the supervisor restart
+	// the process. Without it, wire Check to a liveness probe: it fails from that moment.
+	OnLeadOverdue func(t Term)
+
 	// Clock measures the lease. Default: the system clock (monotonic readings and
 	// runtime timers). Chaos runs inject a skewed one.
 	Clock Clock
 
 	// Logger receives the structured events became-leader, lost-leadership, renew-failed,
-	// released, release-failed and acquire-failed (constant messages; data in
-	// attributes). Default: discard.
+	// released, release-failed, acquire-failed, lead-overdue and lead-returned-late
+	// (constant messages; data in attributes). Default: discard.
 	Logger *slog.Logger
 
 	// Metrics receives the elector's measurements (see NewPrometheusMetrics).
@@ -140,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.TakeoverOnDisconnect && c.PresenceInterval == 0 {
 		c.PresenceInterval = min(DefaultPresenceInterval, c.RetryInterval)
+	}
+	if c.LeadGrace == 0 {
+		c.LeadGrace = c.LeaseTTL
 	}
 	if c.Clock == nil {
 		c.Clock = systemClock{}
@@ -187,6 +209,8 @@ func (c Config) validate() error {
 		return bad("RequestTimeout", "%v must be positive", c.RequestTimeout)
 	case c.RequestTimeout >= c.RenewInterval:
 		return bad("RequestTimeout", "%v must be less than RenewInterval (%v)", c.RequestTimeout, c.RenewInterval)
+	case c.LeadGrace < 0:
+		return bad("LeadGrace", "%v must not be negative", c.LeadGrace)
 	case !c.TakeoverOnDisconnect && c.PresenceInterval != 0:
 		return bad("PresenceInterval", "%v is set but TakeoverOnDisconnect is not", c.PresenceInterval)
 	case c.TakeoverOnDisconnect && c.PresenceInterval <= 0:

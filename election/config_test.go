@@ -42,6 +42,8 @@ func TestConfigValidation(t *testing.T) {
 		{"presence interval above retry", Config{InstanceID: "a", TakeoverOnDisconnect: true, RetryInterval: 100 * ms, PresenceInterval: 200 * ms}, "PresenceInterval"},
 		{"negative presence interval", Config{InstanceID: "a", TakeoverOnDisconnect: true, PresenceInterval: -ms}, "PresenceInterval"},
 		{"takeover, defaults", Config{InstanceID: "a", TakeoverOnDisconnect: true}, ""},
+		{"negative lead grace", Config{InstanceID: "a", LeadGrace: -ms}, "LeadGrace"},
+		{"lead grace", Config{InstanceID: "a", LeadGrace: 10 * time.Second}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // New sends nothing
@@ -153,7 +155,10 @@ func TestLogs(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
-		m := NewMetrics(reg)
+		m, err := NewPrometheusMetrics(reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		fs := newFakeStore()
 		e, _ := newTestElector(t, fs, Config{InstanceID: "a", Metrics: m})
 		stop := start(t, e, newTracker().lead)
@@ -165,12 +170,10 @@ func TestMetrics(t *testing.T) {
 		if v := gather(t, reg, "fenceline_election_token", ""); v != 1 {
 			t.Errorf("token = %v, want 1", v)
 		}
-		m.FencingRejected()
 		stop()
 		for name, want := range map[string]float64{
 			"fenceline_election_is_leader":              0,
 			"fenceline_election_won_total":              1,
-			"fenceline_election_fencing_rejected_total": 1,
 			"fenceline_election_renew_duration_seconds": 1, // sample count
 		} {
 			if v := gather(t, reg, name, ""); v != want {
@@ -184,7 +187,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("lost{lease-expired} = %v, want 0", v)
 		}
 		var nilMetrics *PrometheusMetrics
-		nilMetrics.FencingRejected() // records nothing, does not panic
+		nilMetrics.BecameLeader(1) // records nothing, does not panic
 	})
 }
 

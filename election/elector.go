@@ -87,8 +87,9 @@ func (e *Elector) Status() Status { return e.terms.Status() }
 // leads but its local lease deadline passed more than maxTolerable ago (measured on
 // Config.Clock) — a leader whose term should have ended and did not, because Run's
 // goroutine is stuck (a Recorder, Metrics or OnNewLeader that blocks, a starved process).
-// A follower, or a leader within its lease, is healthy: Check returns nil. It does not
-// block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
+// It returns an error wrapping ErrLeadOverdue, whatever maxTolerable, while a lead func
+// has not returned Config.LeadGrace after its term ended. A follower, or a leader within
+// its lease, is healthy: Check returns nil. It does not block on Redis. Wire it to a liveness probe, with maxTolerable of a few seconds.
 func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check(maxTolerable) }
 
 // Run campaigns until ctx is done, then returns nil. It blocks. Only one Run of an Elector
@@ -102,8 +103,9 @@ func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check
 // on its own, the term ends too (ErrLeadReturned): the lease is released and Run waits
 // RetryInterval before campaigning again, so that a standby can take over.
 //
-// When a term ends, Run waits for lead to return (lead must honour termCtx) and for any
-// renewal in flight before it sends anything else. Then, if ctx is done (or lead returned),
+// When a term ends, Run waits for lead to return (lead must honour termCtx; past
+// Config.LeadGrace it reports lead overdue) and for any renewal in flight before it
+// sends anything else. Then, if ctx is done (or lead returned),
 // it releases the lease with a fresh deadline of RequestTimeout, detached from ctx.
 //
 // While another instance holds the lease, Run waits for a release notice, for the lease's
@@ -135,7 +137,13 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	return e.loop(ctx, lead, nil)
+}
 
+// loop is Run's body, shared with the lock API (lock.go): it campaigns until ctx is
+// done, then returns nil. If until is not nil, loop also returns, with the pause's err,
+// as soon as until says so of the pause that follows an attempt.
+func (e *Elector) loop(ctx context.Context, lead func(context.Context, Term), until func(pause) bool) error {
 	presence := ""
 	if e.cfg.TakeoverOnDisconnect {
 		presence = e.cfg.InstanceID
@@ -146,6 +154,9 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term
 	takeFrom := ""
 	for ctx.Err() == nil {
 		next := e.campaign(ctx, lead, sub, takeFrom)
+		if until != nil && until(next) {
+			return next.err
+		}
 		takeFrom = e.sleep(ctx, next)
 	}
 	return nil
@@ -158,6 +169,9 @@ type pause struct {
 	// watch is the lock value of another instance whose presence the wait polls
 	// (Config.TakeoverOnDisconnect); "" if none.
 	watch string
+	// err is why the attempt led no term: ErrLeaseHeld, ErrNotPresent or the request's
+	// error; nil after a term, or when the next attempt follows at once.
+	err error
 }
 
 // campaign makes one acquire attempt, a takeover of lock value takeFrom if it is not "",
@@ -188,18 +202,18 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		// Refused before it ran (a MOVED after a Redis Cluster failover): no token.
 		complete(Result{Outcome: Fail, Err: err})
 		e.log.Warn("acquire-refused", slog.Any("error", err))
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case err != nil:
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
 		e.unresolved = true
 		e.log.Warn("acquire-failed", slog.Any("error", err))
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case !r.won && r.absent:
 		// Our subscription is being made or remade: no lease may be held without it.
 		complete(Result{Outcome: Fail, Err: ErrNotPresent})
-		return pause{wait: e.cfg.PresenceInterval, notices: sub.C()}
+		return pause{wait: e.cfg.PresenceInterval, notices: sub.C(), err: ErrNotPresent}
 	case !r.won:
 		complete(Result{Outcome: Fail, Err: ErrLeaseHeld})
 		inst, token, perr := ParseLockValue(r.holder)
@@ -210,7 +224,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 			e.learn(token)
 		}
 		e.observe(r.holder)
-		p := pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		p := pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: ErrLeaseHeld}
 		if r.pttl >= 0 && r.pttl+pttlMargin < p.wait {
 			p.wait = r.pttl + pttlMargin
 		}
@@ -261,7 +275,7 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 			e.cfg.Metrics.Recovered(RecoveryReleased)
 			return pause{} // the lease is free: campaign again at once
 		}
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: ErrLeaseHeld}
 	}
 	// Adopt: extend the lock if it still holds value. Redis runs the request after it was
 	// sent, so the lease lasts at least LeaseTTL from the send time, as for an acquire.
@@ -279,7 +293,7 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 		complete(Result{Outcome: outcome, Token: token, Err: err})
 		e.log.Warn("acquire-failed", slog.Int64("token", token), slog.Any("error", err))
 		e.adopting = token // still ours to adopt if the next attempt finds it
-		return pause{wait: e.cfg.RetryInterval, notices: sub.C()}
+		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
 	case !ok:
 		// It expired (or was released) since the attempt read it: campaign again at once.
 		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})

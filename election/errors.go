@@ -6,7 +6,8 @@ import "errors"
 var (
 	// ErrInvalidConfig is wrapped by every *ConfigError that New returns.
 	ErrInvalidConfig = errors.New("election: invalid config")
-	// ErrRunning is returned by Run when another Run of the same Elector has not returned.
+	// ErrRunning is returned by Run, Acquire and TryAcquire while the same Elector already
+	// campaigns: a Run that has not returned, or a Lock whose Release has not returned.
 	ErrRunning = errors.New("election: already running")
 	// ErrLeaseHeld is the Recorder error of an acquire that found the lease held (by
 	// another instance, or by an earlier term of this one).
@@ -24,6 +25,9 @@ var (
 	// ErrLeadReturned is the cause of a term context ended because lead returned on its
 	// own while the term was still valid.
 	ErrLeadReturned = errors.New("election: lead returned")
+	// ErrReleased is the cause of a Lock's context ended by Release, and is wrapped by the
+	// error of a second Release.
+	ErrReleased = errors.New("election: lock released")
 	// ErrMalformedLock is returned for a lock value that is not "<instance>:<token>".
 	ErrMalformedLock = errors.New("election: malformed lock value")
 	// ErrUnexpectedReply is returned when a script's reply does not have the expected shape.
@@ -35,6 +39,9 @@ var (
 	// ErrLeaseOverdue is returned by Check when the elector believes it leads although its
 	// local lease deadline passed more than the tolerated time ago: a stuck leader.
 	ErrLeaseOverdue = errors.New("election: leader past its local lease deadline")
+	// ErrLeadOverdue is returned by Check while a lead func has not returned LeadGrace
+	// after its term ended.
+	ErrLeadOverdue = errors.New("election: lead did not return after its term ended")
 )
 
 // ConfigError reports an invalid Config field. errors.Is(err, ErrInvalidConfig) holds, and

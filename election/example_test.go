@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -100,4 +101,62 @@ func ExampleElector_Check() {
 	// new leader: node-1 1
 	// healthy while leading: true
 	// healthy after Run: true
+}
+
+// Acquire serves a job that must run once at a time, fenced: hold the lock, do the work
+// under its context with its token, release it.
+func ExampleElector_Acquire() {
+	client, stop, err := exampleClient()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	e, err := election.New(client, election.Config{InstanceID: "node-1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	lock, err := e.Acquire(context.Background()) // blocks until held
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("holding with token", lock.Token())
+	// Do the work under lock.Context(), passing lock.Token() with every write; the
+	// context ends if the lease is lost. Here: nothing.
+	fmt.Println("released:", lock.Release(context.Background()))
+
+	_, err = e.TryAcquire(context.Background()) // one attempt, now free again
+	fmt.Println("again:", err)
+	// Output:
+	// holding with token 1
+	// released: <nil>
+	// again: <nil>
+}
+
+// TryAcquire makes one attempt: it fails at once while another instance holds the lease.
+func ExampleElector_TryAcquire() {
+	client, stop, err := exampleClient()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	a, _ := election.New(client, election.Config{InstanceID: "node-1"})
+	b, _ := election.New(client, election.Config{InstanceID: "node-2"})
+
+	la, err := a.TryAcquire(context.Background())
+	fmt.Println("node-1:", err)
+	_, err = b.TryAcquire(context.Background())
+	fmt.Println("node-2 held out:", errors.Is(err, election.ErrLeaseHeld))
+	_ = la.Release(context.Background())
+	lb, err := b.TryAcquire(context.Background())
+	fmt.Println("node-2 after the release:", err, "token", lb.Token())
+	_ = lb.Release(context.Background())
+	// Output:
+	// node-1: <nil>
+	// node-2 held out: true
+	// node-2 after the release: <nil> token 2
 }

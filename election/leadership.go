@@ -40,10 +40,11 @@ type Leadership struct {
 	mu       sync.Mutex
 	status   Status
 	deadline time.Time // the local lease deadline while status.Role is RoleLeader
+	overdue  overdue   // a lead func past LeadGrace, if any
 }
 
 // NewLeadership returns a Leadership that leads terms with cfg's LeaseTTL, RenewInterval,
-// DriftMargin, RequestTimeout and Clock, and reports them to cfg's Logger (as given: it
+// DriftMargin, RequestTimeout, LeadGrace, OnLeadOverdue and Clock, and reports them to cfg's Logger (as given: it
 // adds no attributes), Metrics and Recorder, as an Elector with cfg would. It sends
 // nothing. cfg takes its defaults and is validated as by New: it returns a *ConfigError
 // (errors.Is ErrInvalidConfig) if cfg is inconsistent. RetryInterval and OnNewLeader are
@@ -70,13 +71,18 @@ func (l *Leadership) Status() Status {
 	return l.status
 }
 
-// Check returns an error wrapping ErrLeaseOverdue if a term is still led more than
-// maxTolerable after its local lease deadline (measured on Config.Clock), and nil
-// otherwise (see Elector.Check). It does not block on Redis.
+// Check returns an error wrapping ErrLeadOverdue while a lead func has not returned
+// LeadGrace after its term ended, one wrapping ErrLeaseOverdue if a term is still led
+// more than maxTolerable after its local lease deadline (measured on Config.Clock), and
+// nil otherwise (see Elector.Check). It does not block on Redis.
 func (l *Leadership) Check(maxTolerable time.Duration) error {
 	l.mu.Lock()
-	role, token, deadline := l.status.Role, l.status.Token, l.deadline
+	role, token, deadline, overdue := l.status.Role, l.status.Token, l.deadline, l.overdue
 	l.mu.Unlock()
+	if overdue.token != 0 {
+		return fmt.Errorf("%w: term %d ended %v ago (LeadGrace %v)", ErrLeadOverdue, overdue.token,
+			l.cfg.Clock.Now().Sub(overdue.ended), l.cfg.LeadGrace)
+	}
 	if role != RoleLeader {
 		return nil
 	}
@@ -227,7 +233,7 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 	}
 	l.stepDown(term, reason)
 	if leadDone != nil {
-		<-leadDone
+		l.awaitLead(term, leadDone) // bounded wait: overdue.go
 	}
 	if renewing != nil {
 		<-renewing // bounded by RequestTimeout if the client honours deadlines

@@ -24,6 +24,9 @@ type Metrics interface {
 	// that no term of its uses (an acquire or renewal whose reply was lost, a term that
 	// ended, an earlier process of the instance) and adopted or released it.
 	Recovered(how Recovery)
+	// LeadOverdue is called when a lead func has not returned LeadGrace after its term
+	// ended (see Config.LeadGrace).
+	LeadOverdue()
 }
 
 // Recovery is what the elector did with a lock value of its own that no term used.
@@ -48,6 +51,7 @@ func (NopMetrics) LostLeadership(Reason)       {}
 func (NopMetrics) RenewAnswered(time.Duration) {}
 func (NopMetrics) RenewFailed()                {}
 func (NopMetrics) Recovered(Recovery)          {}
+func (NopMetrics) LeadOverdue()                {}
 
 // PrometheusMetrics are the election's Prometheus metrics. A nil *PrometheusMetrics
 // records nothing.
@@ -59,16 +63,19 @@ func (NopMetrics) Recovered(Recovery)          {}
 //	fenceline_election_renew_duration_seconds     histogram renewals answered by Redis (ok or rejected), send to reply
 //	fenceline_election_renew_failures_total       counter  renewals without an answer (timeout, connection error)
 //	fenceline_election_recovered_total            counter  own lock values adopted or released, by how
-//	fenceline_election_fencing_rejected_total     counter  writes the store rejected as stale (see FencingRejected)
+//	fenceline_election_lead_overdue_total         counter  lead funcs still running LeadGrace after their term ended
+//
+// The election counts no fencing rejection: only the fenced store sees one, and it counts
+// it (fenceline_listener_fencing_rejections_total), so one event has one metric.
 type PrometheusMetrics struct {
-	token           prometheus.Gauge
-	isLeader        prometheus.Gauge
-	won             prometheus.Counter
-	lost            *prometheus.CounterVec
-	renewLatency    prometheus.Histogram
-	renewFailures   prometheus.Counter
-	recovered       *prometheus.CounterVec
-	fencingRejected prometheus.Counter
+	token         prometheus.Gauge
+	isLeader      prometheus.Gauge
+	won           prometheus.Counter
+	lost          *prometheus.CounterVec
+	renewLatency  prometheus.Histogram
+	renewFailures prometheus.Counter
+	recovered     *prometheus.CounterVec
+	leadOverdue   prometheus.Counter
 }
 
 var _ Metrics = (*PrometheusMetrics)(nil)
@@ -101,8 +108,8 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 			Help: "Lease renewals that got no answer (timeout, connection error)."}),
 		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: labels,
 			Help: "Lock values of this instance that no term used, adopted (a lost acquire reply) or released."}, []string{"how"}),
-		fencingRejected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "fencing_rejected_total", ConstLabels: labels,
-			Help: "Writes rejected by the store because their fencing token was stale."}),
+		leadOverdue: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lead_overdue_total", ConstLabels: labels,
+			Help: "Lead funcs that had not returned LeadGrace after their term ended."}),
 	}
 	if reg == nil {
 		m.export()
@@ -134,7 +141,7 @@ func NewPrometheusMetrics(reg prometheus.Registerer, labels prometheus.Labels) (
 	m.renewLatency, ok[4] = register(m.renewLatency).(prometheus.Histogram)
 	m.renewFailures, ok[5] = register(m.renewFailures).(prometheus.Counter)
 	m.recovered, ok[6] = register(m.recovered).(*prometheus.CounterVec)
-	m.fencingRejected, ok[7] = register(m.fencingRejected).(prometheus.Counter)
+	m.leadOverdue, ok[7] = register(m.leadOverdue).(prometheus.Counter)
 	if err != nil {
 		return nil, err
 	}
@@ -154,25 +161,6 @@ func (m *PrometheusMetrics) export() {
 	}
 	for _, r := range []Recovery{RecoveryAdopted, RecoveryReleased} {
 		m.recovered.WithLabelValues(string(r))
-	}
-}
-
-// NewMetrics is NewPrometheusMetrics(reg, nil) for callers that cannot handle an error:
-// it panics only on a registration conflict with a foreign collector. Calling it twice
-// with one registry does not panic; the two share their collectors.
-func NewMetrics(reg prometheus.Registerer) *PrometheusMetrics {
-	m, err := NewPrometheusMetrics(reg, nil)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// FencingRejected counts one write that the store rejected because its token was stale.
-// The elector cannot see the store: the caller that owns the fenced write calls this.
-func (m *PrometheusMetrics) FencingRejected() {
-	if m != nil {
-		m.fencingRejected.Inc()
 	}
 }
 
@@ -212,5 +200,12 @@ func (m *PrometheusMetrics) RenewFailed() {
 func (m *PrometheusMetrics) Recovered(how Recovery) {
 	if m != nil {
 		m.recovered.WithLabelValues(string(how)).Inc()
+	}
+}
+
+// LeadOverdue implements Metrics.
+func (m *PrometheusMetrics) LeadOverdue() {
+	if m != nil {
+		m.leadOverdue.Inc()
 	}
 }

@@ -321,8 +321,8 @@ func TestNewRefusesRetryingClient(t *testing.T) {
 }
 
 // Two electors with Prometheus metrics on one registry in one process: each has its own
-// series when their labels differ, and creating metrics twice with the same labels (or
-// with NewMetrics) neither panics nor fails.
+// series when their labels differ, and creating metrics twice with the same labels
+// neither panics nor fails.
 func TestTwoElectorsOneRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
@@ -356,14 +356,18 @@ func TestTwoElectorsOneRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("same labels twice: %v", err)
 		}
-		again.FencingRejected()
-		if v := gatherLabel(t, reg, "fenceline_election_fencing_rejected_total", "election", "x"); v != 1 {
-			t.Errorf("fencing_rejected{election=x} = %v, want 1 (shared)", v)
+		again.BecameLeader(9)
+		if v := gatherLabel(t, reg, "fenceline_election_token", "election", "x"); v != 9 {
+			t.Errorf("token{election=x} = %v, want 9 (shared)", v)
 		}
 		plain := prometheus.NewPedanticRegistry()
-		m1, m2 := NewMetrics(plain), NewMetrics(plain) // panicked before
-		m1.BecameLeader(7)
-		m2.FencingRejected()
+		for range 2 { // no labels, twice: shared too
+			m, err := NewPrometheusMetrics(plain, nil)
+			if err != nil {
+				t.Fatalf("nil labels twice: %v", err)
+			}
+			m.BecameLeader(7)
+		}
 		if _, err := plain.Gather(); err != nil {
 			t.Errorf("gather: %v", err)
 		}

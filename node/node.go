@@ -54,7 +54,10 @@ func check(cfg Config) error {
 		return fmt.Errorf("--control: %w", err)
 	}
 	ctl.Close()
-	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	client, err := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	if err != nil {
+		return err
+	}
 	defer client.Close()
 	if cfg.Workload == WorkloadListener {
 		if cfg.Store == StorePostgres {
@@ -146,7 +149,10 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		}})
 	}
 
-	client := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	client, err := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	if err != nil {
+		return usage(err)
+	}
 	defer client.Close()
 
 	reg := prometheus.NewRegistry()
@@ -212,7 +218,10 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	emetrics := election.NewMetrics(reg)
+	emetrics, err := election.NewPrometheusMetrics(reg, nil)
+	if err != nil {
+		return err
+	}
 	erec := newElectionRecorder(rec, cfg.ID, st.health)
 	var el electorRunner
 	if isTarget(cfg) {
@@ -239,9 +248,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	view := leaderView(el)
 	st.elector.Store(&view)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
-		if err := l.Run(tctx, t.Token); errors.Is(err, listener.ErrStaleToken) {
-			emetrics.FencingRejected()
-		}
+		_ = l.Run(tctx, t.Token) // a rejection is the listener's to count and log
 	})
 	if errors.Is(err, context.Canceled) {
 		err = nil

@@ -117,7 +117,7 @@ func (c *Flags) Client() (redis.UniversalClient, error) {
 	if err := c.Target.Validate(); err != nil {
 		return nil, err
 	}
-	return NewClient(opts, c.Target), nil
+	return NewClient(opts, c.Target)
 }
 
 // Discard silences go-redis's own log lines, for a one-shot command whose error line

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
 )
 
 // Target says how the client finds the Redis it writes to, beyond the single address of
@@ -36,18 +38,15 @@ type Target struct {
 	AddrMap map[string]string
 	// Wait, when positive, sends WAIT Wait WaitTimeout after every script (the
 	// election's acquire, renew, adoption and release, the store's commit), in the same
-	// pipeline and so on the same connection: a script whose writes did not reach Wait
-	// replicas within WaitTimeout returns an error wrapping ErrWaitMissed. The write did
-	// happen on the primary, so its outcome is unknown, never a success. Default 0.
+	// pipeline and so on the same connection (election.AddWait): a script whose writes
+	// did not reach Wait replicas within WaitTimeout returns an error wrapping
+	// election.ErrWaitMissed. The write did happen on the primary, so its outcome is
+	// unknown, never a success. Default 0.
 	Wait int
 	// WaitTimeout bounds each WAIT. Required (> 0) with Wait; it must leave room within
 	// the request deadline of the election (RenewInterval/2 by default).
 	WaitTimeout time.Duration
 }
-
-// ErrWaitMissed is wrapped by the error of a script whose writes reached fewer than
-// Target.Wait replicas within Target.WaitTimeout.
-var ErrWaitMissed = errors.New("redisconn: write not acknowledged by enough replicas")
 
 // Validate says what is wrong with t, in the words of the flags.
 func (t Target) Validate() error {
@@ -60,6 +59,8 @@ func (t Target) Validate() error {
 		return fmt.Errorf("--redis-wait %d: want >= 0", t.Wait)
 	case t.Wait > 0 && t.WaitTimeout <= 0:
 		return fmt.Errorf("--redis-wait %d needs --redis-wait-timeout > 0", t.Wait)
+	case t.Wait > 0 && t.WaitTimeout%time.Millisecond != 0:
+		return fmt.Errorf("--redis-wait-timeout %v: want whole milliseconds", t.WaitTimeout)
 	}
 	for from, to := range t.AddrMap {
 		if _, _, err := net.SplitHostPort(from); err != nil {
@@ -84,8 +85,20 @@ func (t Target) Validate() error {
 
 // NewClient returns the client for t, built on base (election.ClientOptions plus
 // credentials and TLS; its MaxRetries, timeouts and TLS carry over to every connection,
-// a Sentinel's included). The caller closes it.
-func NewClient(base *redis.Options, t Target) redis.UniversalClient {
+// a Sentinel's included). The caller closes it. It fails only if t's Wait options are
+// invalid (see Target.Validate).
+func NewClient(base *redis.Options, t Target) (redis.UniversalClient, error) {
+	c := newClient(base, t)
+	if t.Wait > 0 {
+		if err := election.AddWait(c, t.Wait, t.WaitTimeout); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func newClient(base *redis.Options, t Target) redis.UniversalClient {
 	if len(t.Cluster) > 0 {
 		return newClusterClient(base, t)
 	}
@@ -113,9 +126,6 @@ func NewClient(base *redis.Options, t Target) redis.UniversalClient {
 			TLSConfig:             base.TLSConfig,
 		})
 	}
-	if t.Wait > 0 {
-		c.AddHook(waitHook{c: c, n: t.Wait, timeout: t.WaitTimeout})
-	}
 	return c
 }
 
@@ -123,7 +133,7 @@ func NewClient(base *redis.Options, t Target) redis.UniversalClient {
 // sends a command again after MOVED, but also after an EOF or a timeout on the same
 // connection, that is after a command that may have run. With none, a MOVED (the
 // command did not run) is an error to the caller, and the client reloads the slots for
-// the next call. Each node's client gets the address map and the WAIT hook.
+// the next call. Each node's client gets the address map (and NewClient's WAIT hook).
 func newClusterClient(base *redis.Options, t Target) *redis.ClusterClient {
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:                 t.Cluster,
@@ -141,13 +151,6 @@ func newClusterClient(base *redis.Options, t Target) *redis.ClusterClient {
 		TLSConfig:             base.TLSConfig,
 		Protocol:              base.Protocol,
 	})
-	if t.Wait > 0 {
-		// WAIT counts the replicas of the connection's primary: it must follow the
-		// script on the node that ran it, so the hook sits on each node's client.
-		c.OnNewNode(func(n *redis.Client) {
-			n.AddHook(waitHook{c: n, n: t.Wait, timeout: t.WaitTimeout})
-		})
-	}
 	return c
 }
 
@@ -190,51 +193,6 @@ type announcedConn struct {
 }
 
 func (c announcedConn) RemoteAddr() net.Addr { return c.remote }
-
-// waitHook runs every script in a pipeline with WAIT after it. WAIT counts the replicas
-// that acknowledged the connection's last write, so it must follow the script on the
-// same connection; a script that wrote nothing (an acquire that found the lock held)
-// leaves nothing to wait for and starts no term.
-type waitHook struct {
-	c       *redis.Client
-	n       int
-	timeout time.Duration
-}
-
-func (waitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (waitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h waitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := strings.ToLower(cmd.Name()); n != "evalsha" && n != "eval" {
-			return next(ctx, cmd)
-		}
-		// A pipeline does not pass through ProcessHook again.
-		var wait *redis.Cmd
-		_, _ = h.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			_ = p.Process(ctx, cmd)
-			wait = p.Do(ctx, "wait", h.n, h.timeout.Milliseconds())
-			return nil
-		})
-		if cmd.Err() != nil {
-			return cmd.Err()
-		}
-		got, err := wait.Int64()
-		switch {
-		case err != nil:
-			err = fmt.Errorf("%w: WAIT: %v", ErrWaitMissed, err)
-		case got < int64(h.n):
-			err = fmt.Errorf("%w: %d of %d replicas within %v", ErrWaitMissed, got, h.n, h.timeout)
-		}
-		if err != nil {
-			cmd.SetErr(err)
-		}
-		return err
-	}
-}
 
 // addTarget registers the flags of a Target on fs.
 func addTarget(fs *flag.FlagSet, t *Target) {

@@ -16,6 +16,17 @@ import (
 
 var script = redis.NewScript(`return redis.call('INCR', KEYS[1])`)
 
+// newClient is redisconn.NewClient, closed when the test ends.
+func newClient(tb testing.TB, base *redis.Options, target redisconn.Target) redis.UniversalClient {
+	tb.Helper()
+	c, err := redisconn.NewClient(base, target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // With Wait, a script counts only once its writes are on the replicas: while the only
 // replica is stopped, the script's write happens on the primary and its caller gets
 // ErrWaitMissed, never a success.
@@ -23,15 +34,14 @@ func TestWaitForReplicas(t *testing.T) {
 	primary := redisserver.New(t)
 	replica := redisserver.NewWith(t, redisserver.Options{Config: "replicaof " + strings.Replace(primary.Addr(), ":", " ", 1) + "\n"})
 	ctx := context.Background()
-	c := redisconn.NewClient(election.ClientOptions(primary.Addr()), redisconn.Target{Wait: 1, WaitTimeout: 200 * time.Millisecond})
-	defer c.Close()
+	c := newClient(t, election.ClientOptions(primary.Addr()), redisconn.Target{Wait: 1, WaitTimeout: 200 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := script.Run(ctx, c, []string{"k"}).Int64()
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, redisconn.ErrWaitMissed) || time.Now().After(deadline) {
+		if !errors.Is(err, election.ErrWaitMissed) || time.Now().After(deadline) {
 			t.Fatalf("script with a replica attached: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond) // the replica is still syncing
@@ -41,7 +51,7 @@ func TestWaitForReplicas(t *testing.T) {
 	}
 	defer replica.Resume()
 	_, err := script.Run(ctx, c, []string{"k"}).Int64()
-	if !errors.Is(err, redisconn.ErrWaitMissed) {
+	if !errors.Is(err, election.ErrWaitMissed) {
 		t.Fatalf("script with the replica stopped: %v, want ErrWaitMissed", err)
 	}
 	// The write did happen on the primary: the outcome is unknown, not failed.
@@ -63,13 +73,11 @@ func TestFailoverClientRetries(t *testing.T) {
 	target := redisconn.Target{Sentinels: []string{"127.0.0.1:1"}, Master: "m"}
 	retrying := *election.ClientOptions("127.0.0.1:1")
 	retrying.MaxRetries = 0 // go-redis's default: 3 retries
-	c := redisconn.NewClient(&retrying, target)
-	defer c.Close()
+	c := newClient(t, &retrying, target)
 	if _, err := election.New(c, election.Config{InstanceID: "a"}); !errors.Is(err, election.ErrRetryingClient) {
 		t.Fatalf("a retrying FailoverClient: %v, want ErrRetryingClient", err)
 	}
-	ok := redisconn.NewClient(election.ClientOptions("127.0.0.1:1"), target)
-	defer ok.Close()
+	ok := newClient(t, election.ClientOptions("127.0.0.1:1"), target)
 	if _, err := election.New(ok, election.Config{InstanceID: "a"}); err != nil {
 		t.Fatalf("NewClient on election.ClientOptions: %v", err)
 	}
@@ -80,8 +88,7 @@ func TestFailoverClientRetries(t *testing.T) {
 // timeout, not only after MOVED).
 func TestClusterClientRetries(t *testing.T) {
 	t.Parallel()
-	c := redisconn.NewClient(election.ClientOptions("127.0.0.1:1"), redisconn.Target{Cluster: []string{"127.0.0.1:1"}})
-	defer c.Close()
+	c := newClient(t, election.ClientOptions("127.0.0.1:1"), redisconn.Target{Cluster: []string{"127.0.0.1:1"}})
 	if _, ok := c.(*redis.ClusterClient); !ok {
 		t.Fatalf("NewClient with Cluster: %T, want *redis.ClusterClient", c)
 	}
@@ -103,6 +110,7 @@ func TestTargetValidate(t *testing.T) {
 		{redisconn.Target{Sentinels: []string{"127.0.0.1:26379"}}, "needs --redis-master"},
 		{redisconn.Target{Wait: 1}, "needs --redis-wait-timeout"},
 		{redisconn.Target{Wait: -1}, "want >= 0"},
+		{redisconn.Target{Wait: 1, WaitTimeout: 1500 * time.Microsecond}, "want whole milliseconds"},
 		{redisconn.Target{AddrMap: map[string]string{"a": "127.0.0.1:1"}}, "want host:port=host:port"},
 		{redisconn.Target{Sentinels: []string{"127.0.0.1:26379"}, Master: "m", Cluster: []string{"127.0.0.1:7000"}}, "exclude each other"},
 		{redisconn.Target{Cluster: []string{"7000"}}, "--redis-cluster"},
