@@ -74,6 +74,9 @@ func events(c Cluster) []history.Event {
 // clock that all histories share. A step the failover did not have is 0 (a crashed
 // leader releases nothing).
 type Sample struct {
+	// Injected: the fault's call returned (a kill: the process or container is gone, and
+	// with it its sockets).
+	Injected time.Duration
 	// Released: the old leader's release of its term's lease was confirmed.
 	Released time.Duration
 	// AcquireSent: the new leader sent the acquire that won.
@@ -110,8 +113,11 @@ func Measure(tb testing.TB, c Cluster, n int, timeout time.Duration, fault Fault
 		if err := fault.Inject(ctx, old); err != nil {
 			tb.Fatal(err)
 		}
+		injected := time.Duration(time.Now().UnixNano() - t0)
 		commit := FirstCommit(tb, c, tok, timeout)
-		out = append(out, sample(events(c), t0, old, tok, commit))
+		s := sample(events(c), t0, old, tok, commit)
+		s.Injected = injected
+		out = append(out, s)
 		if err := fault.Heal(ctx, old); err != nil {
 			tb.Fatal(err)
 		}
@@ -180,11 +186,14 @@ func Report(b *testing.B, w io.Writer, what string, samples []Sample) {
 	fmt.Fprintf(w, "%s: %s: %d failovers: p50 %.1f ms p90 %.1f ms p99 %.1f ms max %.1f ms\n",
 		b.Name(), what, len(samples), ms(Quantile(total, 0.5)), ms(Quantile(total, 0.9)), ms(Quantile(total, 0.99)), ms(Quantile(total, 1)))
 	// Each step's own length: from the end of the step before (the fault for the first).
+	// The acquire may be sent before the fault's call returns (a graceful stop waits for
+	// the process to exit, long after its release): that step is then negative.
 	marks := []struct {
 		name string
 		at   func(Sample) time.Duration
 	}{
-		{"fault→acquire sent", func(s Sample) time.Duration { return s.AcquireSent }},
+		{"fault injected", func(s Sample) time.Duration { return s.Injected }},
+		{"→acquire sent", func(s Sample) time.Duration { return s.AcquireSent }},
 		{"acquire", func(s Sample) time.Duration { return s.Acquired }},
 		{"load", func(s Sample) time.Duration { return s.Loaded }},
 		{"fetch+apply", func(s Sample) time.Duration { return s.CommitSent }},
