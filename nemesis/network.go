@@ -17,8 +17,12 @@ const (
 )
 
 // partitionFault cuts a node off from Redis through its proxy, in one of two flavours:
-// reset (every connection, old and new, is reset at once: the node sees errors) or
-// blackhole (data is silently dropped and connections hang: the node sees timeouts).
+// reset (every connection, old and new, is reset as soon as it carries data: the node sees
+// errors) or blackhole (data is silently dropped and connections hang: the node sees
+// timeouts). An idle connection outlives a reset, as it does a real partition that answers
+// with resets: toxiproxy's reset_peer acts on a connection's next bytes, so a quiet
+// subscription (the leader's presence, election.Config.TakeoverOnDisconnect) lives on
+// until a message or a ping crosses it.
 // The proxy stays enabled: disabling it would refuse new dials, which looks like a crash.
 type partitionFault struct{ kind string }
 
