@@ -117,6 +117,16 @@ func TestChaosWithoutRedisServer(t *testing.T) {
 	}
 }
 
+// realRuns starts a test that makes real chaos runs (what, in -short's skip message):
+// none under -short, and no Redis password taken from the environment.
+func realRuns(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what)
+	}
+	t.Setenv(passwordEnv, "")
+}
+
 // helperBinary is an executable that runs this test binary as fenceline (through
 // TestHelperProcess), for --binary.
 func helperBinary(t *testing.T) string {

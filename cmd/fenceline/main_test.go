@@ -23,6 +23,19 @@ func runCmd(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// storedRun writes files (name: value) as JSON into a new temporary directory, as a
+// stored run's run.json, schedule.json or results.json, and returns the directory.
+func storedRun(t *testing.T, files map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range files {
+		if err := history.WriteJSON(filepath.Join(dir, name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // Bad input gets a clear error and exit code 2, never a panic.
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -56,10 +69,7 @@ func TestUsageErrors(t *testing.T) {
 
 // A malformed history is bad input: exit 2, naming the file and the line.
 func TestCheckMalformedHistory(t *testing.T) {
-	dir := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Workload: "listener"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Workload: "listener"}})
 	os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755)
 	bad := `{"id":"a","type":"invoke","kind":"load","node":"n1","time":1}` + "\n" + `{"id":"a","type":"ok",` + "\n"
 	if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, "n1.jsonl"), []byte(bad), 0o644); err != nil {

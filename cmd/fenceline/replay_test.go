@@ -17,10 +17,7 @@ import (
 // A replay needs a stored run with its schedule, and takes that run's settings: a
 // settings flag beside it, or a directory without schedule.json, is exit 2 in one line.
 func TestReplayUsage(t *testing.T) {
-	dir := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
-		t.Fatal(err)
-	}
+	dir := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -42,10 +39,7 @@ func TestReplayUsage(t *testing.T) {
 // same store, the same start of the token counter and the cursor (pinned here to values
 // no seed draws).
 func TestReplayReproducesTheSchedule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two chaos runs")
-	}
-	t.Setenv(passwordEnv, "")
+	realRuns(t, "two chaos runs")
 	bin, out := helperBinary(t), t.TempDir() // this test binary, as fenceline
 	run := func(args ...string) string {
 		t.Helper()
@@ -111,19 +105,11 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 // Shrinking needs a stored run that failed: a valid run, or a directory without its
 // schedule, is exit 2 in one line.
 func TestShrinkUsage(t *testing.T) {
-	valid := t.TempDir()
-	for name, v := range map[string]any{
+	valid := storedRun(t, map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}, history.ScheduleFile: []any{},
 		"results.json": map[string]string{"verdict": "valid"},
-	} {
-		if err := history.WriteJSON(filepath.Join(valid, name), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	noSchedule := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(noSchedule, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	noSchedule := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -146,16 +132,12 @@ func TestShrinkUsage(t *testing.T) {
 // min-replicas-to-write that a cluster cannot have is refused as the original would be,
 // for its topology, and a replay of a cluster run cannot be given --redis-topology.
 func TestReplayKeepsTheTopology(t *testing.T) {
-	dir := t.TempDir()
-	info := history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
-		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
-		Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}}
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
-		t.Fatal(err)
-	}
-	if err := history.WriteJSON(filepath.Join(dir, history.ScheduleFile), []any{}); err != nil {
-		t.Fatal(err)
-	}
+	dir := storedRun(t, map[string]any{
+		history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
+			Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
+			Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}},
+		history.ScheduleFile: []any{},
+	})
 	for _, tc := range []struct {
 		args []string
 		want string
