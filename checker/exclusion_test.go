@@ -29,19 +29,25 @@ func exclusionRun(t *testing.T, overlap time.Duration, fault string) (*Result, i
 	return exclusionRunAs(t, overlap, fault, busy)
 }
 
+// n1Leads is a sim in which n1 acquired the lease, loaded the cursor and committed 20
+// times; then fault, if set, was injected on n1 (id names it).
+func n1Leads(fault string) (s *sim, id string) {
+	s = newSim(simConfig{Seed: 1})
+	s.token = s.acquire(0)
+	s.cursor, _ = s.load(0)
+	s.some(20)
+	if fault != "" {
+		id = s.injectFault(fault, "n1")
+	}
+	return s, id
+}
+
 // exclusionRunAs: n1 leads and commits; n2 acquires the lease and commits while n1 still
 // believes it leads, for overlap; then n1 steps down. fault, if set, is injected on n1
 // before n2's acquire and healed after n1's step-down.
 func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int) (*Result, int64) {
 	t.Helper()
-	s := newSim(simConfig{Seed: 1})
-	s.token = s.acquire(0)
-	s.cursor, _ = s.load(0)
-	s.some(20)
-	var id string
-	if fault != "" {
-		id = s.injectFault(fault, "n1")
-	}
+	s, id := n1Leads(fault)
 	s.adv(s.cfg.LeaseTTL)
 	if mode == renewed {
 		s.adv(-100 * time.Millisecond)
@@ -158,11 +164,7 @@ func TestLeaseExclusionStall(t *testing.T) {
 // the largest jump after the heal), and no longer after that.
 func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
 	run := func(sinceHeal time.Duration) CheckResult {
-		s := newSim(simConfig{Seed: 1})
-		s.token = s.acquire(0)
-		s.cursor, _ = s.load(0)
-		s.some(20)
-		id := s.injectFault("clock", "n1")
+		s, id := n1Leads("clock")
 		s.adv(100 * time.Millisecond)
 		s.healFault(id)
 		s.adv(sinceHeal)
@@ -285,14 +287,7 @@ func TestExplainChangesAttributesEachChange(t *testing.T) {
 // rejected renewal; the fault heals.
 func takeoverRun(t *testing.T, fault, from string) *Result {
 	t.Helper()
-	s := newSim(simConfig{Seed: 1})
-	s.token = s.acquire(0)
-	s.cursor, _ = s.load(0)
-	s.some(20)
-	var id string
-	if fault != "" {
-		id = s.injectFault(fault, "n1")
-	}
+	s, id := n1Leads(fault)
 	s.adv(20 * time.Millisecond)
 	s.leader = 1
 	s.token = s.acquireTakeover(1, from)
