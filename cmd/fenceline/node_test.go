@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/source"
 )
@@ -128,11 +127,7 @@ func countLog(logs *syncBuf, msg string) int {
 // JSON logger.
 func TestNodeHealth(t *testing.T) {
 	srv := redisserver.New(t)
-	admin := election.NewClient(srv.Addr())
-	defer admin.Close()
-	if err := admin.ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
-		t.Fatal(err)
-	}
+	requirePassword(t, srv.Addr(), "right")
 
 	t.Setenv(passwordEnv, "wrong")
 	control, logs, _ := startNode(t, "--id", "n1", "--redis", srv.Addr(), "--lease-ttl", "1s")
@@ -161,9 +156,7 @@ func TestNodeHealth(t *testing.T) {
 	if err := srv.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
-		t.Fatal(err)
-	}
+	requirePassword(t, srv.Addr(), "right")
 	waitHealth(t, control, http.StatusOK, "", 10*time.Second, logs)
 	if n := countLog(logs, "redis-available") - upBefore; n != 1 {
 		t.Errorf("%d redis-available lines, want 1:\n%s", n, logs.String())
