@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -61,6 +62,17 @@ func writeStored(t testing.TB, name string) (*history.Run, *checker.Result) {
 	return run, res
 }
 
+// render is what renderer r (Markdown, HTML, Summary, JUnit, WriteResults) writes of
+// run and res.
+func render(t testing.TB, r func(io.Writer, *history.Run, *checker.Result) error, run *history.Run, res *checker.Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r(&b, run, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -77,14 +89,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range storedRuns {
 		t.Run(c.name, func(t *testing.T) {
 			run, res := loadRunAt(t, filepath.Join("testdata", "runs", c.name))
-			var md, rj bytes.Buffer
-			if err := Markdown(&md, run, res); err != nil {
-				t.Fatal(err)
-			}
-			if err := WriteResults(&rj, run, res); err != nil {
-				t.Fatal(err)
-			}
-			for f, got := range map[string][]byte{MarkdownFile: md.Bytes(), ResultsFile: rj.Bytes()} {
+			for f, got := range map[string][]byte{MarkdownFile: render(t, Markdown, run, res), ResultsFile: render(t, WriteResults, run, res)} {
 				golden := filepath.Join("testdata", "golden", c.name, f)
 				if *update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
