@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,12 +37,29 @@ func storedRun(t *testing.T, files map[string]any) string {
 	return dir
 }
 
+// usageCase is a command line that must be refused as a usage error whose message
+// holds want.
+type usageCase struct {
+	args []string
+	want string
+}
+
+// wantUsage runs fenceline with prefix and then each case's args, and wants exit 2
+// with the case's want on stderr, and with oneLine that stderr is one line.
+func wantUsage(t *testing.T, prefix []string, oneLine bool, cases []usageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		args := append(slices.Clone(prefix), tc.args...)
+		code, _, stderr := runCmd(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || oneLine && strings.Count(stderr, "\n") != 1 {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q (one line: %v)", strings.Join(args, " "), code, stderr, tc.want, oneLine)
+		}
+	}
+}
+
 // Bad input gets a clear error and exit code 2, never a panic.
 func TestUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, nil, false, []usageCase{
 		{nil, "Usage: fenceline <command>"},
 		{[]string{"explode"}, `unknown command "explode"`},
 		{[]string{"node"}, "--id is required"},
@@ -59,12 +77,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
 		{[]string{"check", "/nonexistent/run"}, "is not a run directory"},
 		{[]string{"source", "--rate", "-1"}, "Rate"},
-	} {
-		code, _, stderr := runCmd(tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A malformed history is bad input: exit 2, naming the file and the line.

@@ -21,19 +21,10 @@ import (
 // only in a chaos build").
 func TestNodeRefusals(t *testing.T) {
 	t.Setenv(passwordEnv, "")
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"node", "--id", "n1"}, true, []usageCase{
 		{[]string{"--workload", "register"}, "runs only with --chaos"},
 		{[]string{"--workload", "register", "--clients", "5"}, "chaos"},
-	} {
-		args := append([]string{"node", "--id", "n1"}, tc.args...)
-		code, _, stderr := runCmd(args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // startNode runs a node in this process until the test ends and returns its control

@@ -18,20 +18,12 @@ import (
 // settings flag beside it, or a directory without schedule.json, is exit 2 in one line.
 func TestReplayUsage(t *testing.T) {
 	dir := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"chaos", "--out", t.TempDir()}, true, []usageCase{
 		{[]string{"--replay", dir}, "schedule.json"},
 		{[]string{"--replay", t.TempDir()}, "run.json"},
 		{[]string{"--replay", dir, "--seed", "4", "--nodes", "5"}, "--nodes, --seed cannot be given"},
 		{[]string{"--replay", dir, "--start-cursor", "4"}, "--start-cursor cannot be given"},
-	} {
-		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A replay runs the stored schedule with the stored seed and settings: the same
@@ -110,22 +102,14 @@ func TestShrinkUsage(t *testing.T) {
 		"results.json": map[string]string{"verdict": "valid"},
 	})
 	noSchedule := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"shrink"}, true, []usageCase{
 		{[]string{valid}, "only a failing run can be shrunk"},
 		{[]string{noSchedule}, "schedule.json"},
 		{[]string{t.TempDir()}, "run.json"},
 		{[]string{}, "fenceline shrink: want RUN_DIR, got 0 arguments"},
 		{[]string{valid, "--budget", "1m"}, "flag provided but not defined: -budget"},
 		{[]string{valid, "--runs", "1"}, "flag provided but not defined: -runs"},
-	} {
-		code, _, stderr := runCmd(append([]string{"shrink"}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline shrink %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A replay runs on the stored run's Redis topology and mitigations: a cluster run with a
@@ -138,16 +122,8 @@ func TestReplayKeepsTheTopology(t *testing.T) {
 			Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}},
 		history.ScheduleFile: []any{},
 	})
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"chaos", "--out", t.TempDir()}, false, []usageCase{
 		{[]string{"--replay", dir}, "min-replicas-to-write 2 (0..1 with cluster)"},
 		{[]string{"--replay", dir, "--redis-topology", "single"}, "--redis-topology cannot be given"},
-	} {
-		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
