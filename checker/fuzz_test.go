@@ -14,7 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/testgz"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // fuzzBound is how long loading and checking an input of n bytes may take: a
@@ -119,7 +119,7 @@ func writeFiles(t *testing.T, dir string, contents []string) int {
 		}
 		data := []byte(c)
 		if strings.HasSuffix(name, ".gz") {
-			data = testgz.Gzip(t, data)
+			data = testfiles.Gzip(t, data)
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/testgz"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // compressibleFiles are the files CompressRun compresses in the run writeRunDir makes.
@@ -56,7 +56,7 @@ func checkCompressed(t *testing.T, dir string, want map[string][]byte) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s still exists (err %v)", name, err)
 		}
-		if got := testgz.GunzipFile(t, p+harness.CompressedSuffix); !bytes.Equal(got, want[name]) {
+		if got := testfiles.GunzipFile(t, p+harness.CompressedSuffix); !bytes.Equal(got, want[name]) {
 			t.Errorf("%s.gz holds %d bytes, not the %d of the original", name, len(got), len(want[name]))
 		}
 	}
@@ -66,15 +66,7 @@ func checkCompressed(t *testing.T, dir string, want map[string][]byte) {
 			t.Errorf("%s was changed (err %v)", name, err)
 		}
 	}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if strings.HasSuffix(p, ".tmp") {
-			t.Errorf("left behind: %s", p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfiles.NoTemporaries(t, dir)
 }
 
 func TestCompressRunRoundTrip(t *testing.T) {
@@ -132,11 +124,11 @@ func TestCompressRunAfterAnInterruption(t *testing.T) {
 	}
 	// n2: renamed but the original not yet removed; the .gz is stale (an older,
 	// shorter version): the original is the truth.
-	if err := os.WriteFile(h2+harness.CompressedSuffix, testgz.Gzip(t, want[filepath.Join(history.HistoryDir, "n2.jsonl")][:100]), 0o644); err != nil {
+	if err := os.WriteFile(h2+harness.CompressedSuffix, testfiles.Gzip(t, want[filepath.Join(history.HistoryDir, "n2.jsonl")][:100]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// faults.jsonl: already compressed, a stray temporary left next to it.
-	if err := os.WriteFile(faults+harness.CompressedSuffix, testgz.Gzip(t, want[history.FaultsFile]), 0o644); err != nil {
+	if err := os.WriteFile(faults+harness.CompressedSuffix, testfiles.Gzip(t, want[history.FaultsFile]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(faults); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/testgz"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 const (
@@ -45,7 +45,7 @@ func writeDir(t *testing.T, files map[string]string) string {
 		}
 		data := []byte(content)
 		if strings.HasSuffix(name, history.GzipSuffix) {
-			data = testgz.Gzip(t, []byte(content))
+			data = testfiles.Gzip(t, []byte(content))
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestLoadRunBadInput(t *testing.T) {
 			files := c.files
 			dir := writeDir(t, files)
 			if c.name == "corrupt gzip history" {
-				b := testgz.Gzip(t, []byte(n1Lines))
+				b := testfiles.Gzip(t, []byte(n1Lines))
 				if err := os.WriteFile(filepath.Join(dir, "history", "n2.jsonl.gz"), b[:len(b)-12], 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -238,23 +238,10 @@ func TestDeterministic(t *testing.T) {
 			t.Errorf("%s changed when written again", f)
 		}
 	}
-	var md bytes.Buffer
-	if err := Markdown(&md, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(md.Bytes(), first[MarkdownFile]) {
+	if !bytes.Equal(render(t, Markdown, run, res), first[MarkdownFile]) {
 		t.Error("Markdown and Write disagree")
 	}
-	// No temporary file is left behind.
-	err := filepath.WalkDir(run.Dir, func(p string, d fs.DirEntry, err error) error {
-		if strings.HasSuffix(p, ".tmp") {
-			t.Errorf("left behind: %s", p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfiles.NoTemporaries(t, run.Dir)
 }
 
 func TestSummary(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/internal/testgz"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // bigRun is a synthetic run of n leader changes: token i's node commits, then the node
@@ -214,7 +214,7 @@ func TestFullResults(t *testing.T) {
 		t.Errorf("full = %q, totals %+v, files %v", r.Full, r.Totals, r.Files)
 	}
 	var full *Results
-	if err := json.Unmarshal(testgz.GunzipFile(t, filepath.Join(run.Dir, FullResultsFile)), &full); err != nil {
+	if err := json.Unmarshal(testfiles.GunzipFile(t, filepath.Join(run.Dir, FullResultsFile)), &full); err != nil {
 		t.Fatal(err)
 	}
 	if listLens(full) != want || full.Omitted != (ListCounts{}) || full.Totals != want || full.Full != "" || full.ListLimit != 0 {
@@ -241,7 +241,7 @@ func TestLinksToCompressedRecords(t *testing.T) {
 	run, res := loadStored(t, "pass")
 	gzipInPlace := func(name string, keep bool) {
 		p := filepath.Join(run.Dir, name)
-		if err := os.WriteFile(p+".gz", testgz.Gzip(t, readFile(t, p)), 0o644); err != nil {
+		if err := os.WriteFile(p+".gz", testfiles.Gzip(t, readFile(t, p)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if !keep {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/internal/testgz"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // TestTopOverlaps: keeping only the n longest gives the first n of a stable sort of
@@ -55,7 +55,7 @@ func TestStreamJSON(t *testing.T) {
 		if err := writeFullJSON(&got, r); err != nil {
 			t.Fatal(err)
 		}
-		if b := testgz.Gunzip(t, got.Bytes()); !bytes.Equal(b, want.Bytes()) {
+		if b := testfiles.Gunzip(t, got.Bytes()); !bytes.Equal(b, want.Bytes()) {
 			t.Errorf("streamed:\n%s\njson.Encoder:\n%s", b, want.Bytes())
 		}
 	}

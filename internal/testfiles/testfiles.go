@@ -1,12 +1,15 @@
-// Package testgz gzips and gunzips for tests that check compressed run files (history,
-// checker, harness, reports). It fails the test on any error. Only tests import it.
-package testgz
+// Package testfiles holds file helpers for the tests of the packages that write run
+// files (history, checker, harness, reports): gzip and gunzip, and a check that no
+// temporary file was left. It fails the test on any error. Only tests import it.
+package testfiles
 
 import (
 	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +49,19 @@ func GunzipFile(tb testing.TB, path string) []byte {
 		tb.Fatal(err)
 	}
 	return Gunzip(tb, b)
+}
+
+// NoTemporaries fails the test for every file under dir whose name ends in ".tmp": a
+// writer that writes to a temporary name and renames must leave none.
+func NoTemporaries(tb testing.TB, dir string) {
+	tb.Helper()
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if strings.HasSuffix(p, ".tmp") {
+			tb.Errorf("left behind: %s", p)
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 }
