@@ -349,11 +349,7 @@ func TestTakeoverOverlap(t *testing.T) {
 func TestNodeDeathEndsTerm(t *testing.T) {
 	run := func(fault string) *CheckResult {
 		t.Helper()
-		s := newSim(simConfig{Seed: 1})
-		s.token = s.acquire(0)
-		s.cursor, _ = s.load(0)
-		s.some(20)
-		id := s.injectFault(fault, "n1")
+		s, id := n1Leads(fault)
 		s.adv(20 * time.Millisecond)
 		s.leader = 1
 		s.token = s.acquireTakeover(1, "n1:1")
