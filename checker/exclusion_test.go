@@ -42,6 +42,20 @@ func n1Leads(fault string) (s *sim, id string) {
 	return s, id
 }
 
+// n2ShutsDown ends a sim in which n2 leads: n2 commits 5 more times and shuts down
+// (sim.run starts with an acquire of n1). It returns the result of checks on the run.
+func n2ShutsDown(t *testing.T, s *sim, checks ...string) *Result {
+	t.Helper()
+	s.some(5)
+	s.stepDown(1, 2, "shutdown")
+	s.adv(time.Millisecond)
+	res, err := Check(context.Background(), s.run(), Options{Checks: checks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // exclusionRunAs: n1 leads and commits; n2 acquires the lease and commits while n1 still
 // believes it leads, for overlap; then n1 steps down. fault, if set, is injected on n1
 // before n2's acquire and healed after n1's step-down.
@@ -73,14 +87,7 @@ func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int)
 		s.adv(time.Millisecond)
 		s.healFault(id)
 	}
-	s.some(5)
-	s.stepDown(1, 2, "shutdown") // sim.run starts with an acquire of n1
-	s.adv(time.Millisecond)
-	res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion, CheckUnexplainedLeaderChange}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, acquired
+	return n2ShutsDown(t, s, CheckLeaseExclusion, CheckUnexplainedLeaderChange), acquired
 }
 
 func TestLeaseExclusion(t *testing.T) {
@@ -181,14 +188,7 @@ func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
 		}
 		s.now = acquired + int64(300*time.Millisecond)
 		s.stepDown(0, 1, "lease-expired")
-		s.some(5)
-		s.stepDown(1, 2, "shutdown")
-		s.adv(time.Millisecond)
-		res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return *res.Check(CheckLeaseExclusion)
+		return *n2ShutsDown(t, s, CheckLeaseExclusion).Check(CheckLeaseExclusion)
 	}
 	ttl := newSim(simConfig{Seed: 1}).cfg.LeaseTTL
 	if c := run(ttl + ttl/2); c.Verdict != Valid || c.Stats["explained"] != 1 {
@@ -305,14 +305,7 @@ func takeoverRun(t *testing.T, fault, from string) *Result {
 		s.adv(time.Millisecond)
 		s.healFault(id)
 	}
-	s.some(5)
-	s.stepDown(1, 2, "shutdown")
-	s.adv(time.Millisecond)
-	res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion, CheckStaleWrite}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return n2ShutsDown(t, s, CheckLeaseExclusion, CheckStaleWrite)
 }
 
 // A takeover on disconnect overlaps the old leader by design; lease-exclusion explains it
@@ -361,14 +354,7 @@ func TestNodeDeathEndsTerm(t *testing.T) {
 		i := s.invoke(0, history.KindAcquire, history.Event{})
 		s.adv(s.lat())
 		s.complete(i, history.Fail, history.Event{Error: "not-held"})
-		s.some(5)
-		s.stepDown(1, 2, "shutdown")
-		s.adv(time.Millisecond)
-		res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Check(CheckLeaseExclusion)
+		return n2ShutsDown(t, s, CheckLeaseExclusion).Check(CheckLeaseExclusion)
 	}
 	for _, fault := range []string{"kill", "stop", "fp-late-release", "fp-release-race", "fp-stall-new-leader", "fp-takeover-race"} {
 		if c := run(fault); c.Verdict != Valid {
