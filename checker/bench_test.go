@@ -151,16 +151,20 @@ func BenchmarkLinearizabilityRegister(b *testing.B) {
 
 // TestWriteBigRun writes a generated run directory for measuring a full check from
 // disk (see TestCheckRunDir): FENCELINE_WRITE_RUN=dir FENCELINE_OPS=1000000.
-func TestWriteBigRun(t *testing.T) {
-	dir := os.Getenv("FENCELINE_WRITE_RUN")
+func TestWriteBigRun(t *testing.T) { writeGenerated(t, "FENCELINE_WRITE_RUN", bigRun) }
+
+// writeGenerated writes the run gen makes of FENCELINE_OPS operations into the
+// directory named by the environment variable env; the test is skipped without it.
+func writeGenerated(t *testing.T, env string, gen func(ops int) *history.Run) {
+	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skip("FENCELINE_WRITE_RUN not set")
+		t.Skip(env + " not set")
 	}
 	n, err := strconv.Atoi(os.Getenv("FENCELINE_OPS"))
 	if err != nil {
 		t.Fatal("FENCELINE_OPS:", err)
 	}
-	run := bigRun(n)
+	run := gen(n)
 	// The simulated ledger stands in for the event source inside this package's tests;
 	// a run written for `fenceline check` carries the balances the real source implies.
 	run.Store.Balances = source.Balances(run.Store.Cursor)
@@ -320,17 +324,7 @@ func coarseRegisterRun(seed uint64, nclients, nops int, q time.Duration) *histor
 // TestWriteCoarseRun writes a coarse-clock register run directory for `make
 // bench-checker-coarse`: FENCELINE_WRITE_RUN=dir FENCELINE_OPS=236000.
 func TestWriteCoarseRun(t *testing.T) {
-	dir := os.Getenv("FENCELINE_WRITE_COARSE_RUN")
-	if dir == "" {
-		t.Skip("FENCELINE_WRITE_COARSE_RUN not set")
-	}
-	n, err := strconv.Atoi(os.Getenv("FENCELINE_OPS"))
-	if err != nil {
-		t.Fatal("FENCELINE_OPS:", err)
-	}
-	run := coarseRegisterRun(7, 8, n, 16*time.Millisecond)
-	run.Store.Balances = source.Balances(run.Store.Cursor) // as in TestWriteBigRun
-	writeRun(t, run, dir)
+	writeGenerated(t, "FENCELINE_WRITE_COARSE_RUN", func(n int) *history.Run { return coarseRegisterRun(7, 8, n, 16*time.Millisecond) })
 }
 
 // TestCoarseClockRegister: a register run whose timestamps are rounded to 16 ms is

@@ -2,8 +2,6 @@ package checker
 
 import (
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -26,15 +24,7 @@ func coarsen(ops []linOp, q int64) {
 // corrupted outcomes), whenever decideChain decides, porcupine on the whole uncut
 // history agrees. FENCELINE_DIFF_N=n runs a longer soak with a new seed.
 func TestChainAgreesWithPorcupine(t *testing.T) {
-	n, seed := 20000, uint64(20261203)
-	if testing.Short() {
-		n = 3000
-	}
-	if v, err := strconv.Atoi(os.Getenv("FENCELINE_DIFF_N")); err == nil {
-		n, seed = v, uint64(time.Now().UnixNano())
-		t.Logf("seed %d", seed)
-	}
-	rng := rand.New(rand.NewPCG(seed, 11))
+	n, rng := diffRNG(t, 20000, 3000, testing.Short(), 20261203, 11)
 	decided := map[Verdict]int{}
 	var undecided, coarse int
 	why := map[string]int{}
@@ -110,15 +100,7 @@ func registerHistory(rng *rand.Rand, n int) ([]linOp, regState) {
 // TestChainAgreesWithPorcupineRegister is TestChainAgreesWithPorcupine on simulated
 // register-workload histories of up to 40 operations with coarse clocks.
 func TestChainAgreesWithPorcupineRegister(t *testing.T) {
-	n, seed := 2000, uint64(20261204)
-	if testing.Short() || raceEnabled {
-		n = 200
-	}
-	if v, err := strconv.Atoi(os.Getenv("FENCELINE_DIFF_N")); err == nil {
-		n, seed = v, uint64(time.Now().UnixNano())
-		t.Logf("seed %d", seed)
-	}
-	rng := rand.New(rand.NewPCG(seed, 13))
+	n, rng := diffRNG(t, 2000, 200, testing.Short() || raceEnabled, 20261204, 13)
 	decided := map[Verdict]int{}
 	var undecided, timedOut int
 	why := map[string]int{}

@@ -227,6 +227,20 @@ func (p *parsed) lifeSigns() *lifeSigns {
 	return l
 }
 
+// leaseDeadline finds the term (node, token)'s last successful acquire or renewal sent
+// by at, and the deadline by the node's own clock that it gave the lease: ttl less the
+// drift margin later. lastLease is -1 when none was recorded.
+func (p *parsed) leaseDeadline(node int32, token, at int64, ttl time.Duration) (lastLease, deadline int64) {
+	lastLease = -1
+	for _, e := range p.el {
+		if e.node == node && e.token == token && e.typ == history.OK && e.call <= at &&
+			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			lastLease = max(lastLease, e.call)
+		}
+	}
+	return lastLease, lastLease + int64(ttl) - int64(ttl/driftDivisor)
+}
+
 // stallExplained decides whether overlap o is a stall of the earlier leader's process
 // that the harness did not inject (a machine under load deschedules a process for
 // hundreds of milliseconds): it returns "" and how late the leader stepped down, or
@@ -250,17 +264,10 @@ func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *life
 	if !ok {
 		return "unknown node", 0
 	}
-	lastLease := int64(-1)
-	for _, e := range p.el {
-		if e.node == a && e.token == o.TokenA && e.typ == history.OK && e.call <= o.Start &&
-			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
-			lastLease = max(lastLease, e.call)
-		}
-	}
+	lastLease, deadline := p.leaseDeadline(a, o.TokenA, o.Start, ttl)
 	if lastLease < 0 {
 		return "no acquire or renewal of its term was recorded", 0
 	}
-	deadline := lastLease + int64(ttl) - int64(ttl/driftDivisor)
 	if deadline > o.Start+int64(tolerance) {
 		return fmt.Sprintf("by its own clock its lease held until %s (its last renewal sent at %s), after %s acquired", p.t(deadline), p.t(lastLease), o.NodeB), 0
 	}
@@ -414,18 +421,11 @@ func (p *parsed) changeStalled(t *Term, ttl time.Duration, l *lifeSigns) bool {
 	if !ok {
 		return false
 	}
-	lastLease := int64(-1)
-	for _, e := range p.el {
-		if e.node == node && e.token == t.Token && e.typ == history.OK && e.call <= t.End &&
-			(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
-			lastLease = max(lastLease, e.call)
-		}
-	}
+	lastLease, deadline := p.leaseDeadline(node, t.Token, t.End, ttl)
 	if lastLease < 0 {
 		return false
 	}
 	drift := int64(ttl / driftDivisor)
-	deadline := lastLease + int64(ttl) - drift
 	lead := l.leading[node]
 	if j, _ := slices.BinarySearch(lead, deadline+1); j < len(lead) && lead[j] < t.End-drift {
 		return false

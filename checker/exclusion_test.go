@@ -29,19 +29,39 @@ func exclusionRun(t *testing.T, overlap time.Duration, fault string) (*Result, i
 	return exclusionRunAs(t, overlap, fault, busy)
 }
 
+// n1Leads is a sim in which n1 acquired the lease, loaded the cursor and committed 20
+// times; then fault, if set, was injected on n1 (id names it).
+func n1Leads(fault string) (s *sim, id string) {
+	s = newSim(simConfig{Seed: 1})
+	s.token = s.acquire(0)
+	s.cursor, _ = s.load(0)
+	s.some(20)
+	if fault != "" {
+		id = s.injectFault(fault, "n1")
+	}
+	return s, id
+}
+
+// n2ShutsDown ends a sim in which n2 leads: n2 commits 5 more times and shuts down
+// (sim.run starts with an acquire of n1). It returns the result of checks on the run.
+func n2ShutsDown(t *testing.T, s *sim, checks ...string) *Result {
+	t.Helper()
+	s.some(5)
+	s.stepDown(1, 2, "shutdown")
+	s.adv(time.Millisecond)
+	res, err := Check(context.Background(), s.run(), Options{Checks: checks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // exclusionRunAs: n1 leads and commits; n2 acquires the lease and commits while n1 still
 // believes it leads, for overlap; then n1 steps down. fault, if set, is injected on n1
 // before n2's acquire and healed after n1's step-down.
 func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int) (*Result, int64) {
 	t.Helper()
-	s := newSim(simConfig{Seed: 1})
-	s.token = s.acquire(0)
-	s.cursor, _ = s.load(0)
-	s.some(20)
-	var id string
-	if fault != "" {
-		id = s.injectFault(fault, "n1")
-	}
+	s, id := n1Leads(fault)
 	s.adv(s.cfg.LeaseTTL)
 	if mode == renewed {
 		s.adv(-100 * time.Millisecond)
@@ -67,14 +87,7 @@ func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int)
 		s.adv(time.Millisecond)
 		s.healFault(id)
 	}
-	s.some(5)
-	s.stepDown(1, 2, "shutdown") // sim.run starts with an acquire of n1
-	s.adv(time.Millisecond)
-	res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion, CheckUnexplainedLeaderChange}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, acquired
+	return n2ShutsDown(t, s, CheckLeaseExclusion, CheckUnexplainedLeaderChange), acquired
 }
 
 func TestLeaseExclusion(t *testing.T) {
@@ -158,11 +171,7 @@ func TestLeaseExclusionStall(t *testing.T) {
 // the largest jump after the heal), and no longer after that.
 func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
 	run := func(sinceHeal time.Duration) CheckResult {
-		s := newSim(simConfig{Seed: 1})
-		s.token = s.acquire(0)
-		s.cursor, _ = s.load(0)
-		s.some(20)
-		id := s.injectFault("clock", "n1")
+		s, id := n1Leads("clock")
 		s.adv(100 * time.Millisecond)
 		s.healFault(id)
 		s.adv(sinceHeal)
@@ -179,14 +188,7 @@ func TestClockHealJumpExplainsLaterOverlap(t *testing.T) {
 		}
 		s.now = acquired + int64(300*time.Millisecond)
 		s.stepDown(0, 1, "lease-expired")
-		s.some(5)
-		s.stepDown(1, 2, "shutdown")
-		s.adv(time.Millisecond)
-		res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return *res.Check(CheckLeaseExclusion)
+		return *n2ShutsDown(t, s, CheckLeaseExclusion).Check(CheckLeaseExclusion)
 	}
 	ttl := newSim(simConfig{Seed: 1}).cfg.LeaseTTL
 	if c := run(ttl + ttl/2); c.Verdict != Valid || c.Stats["explained"] != 1 {
@@ -285,14 +287,7 @@ func TestExplainChangesAttributesEachChange(t *testing.T) {
 // rejected renewal; the fault heals.
 func takeoverRun(t *testing.T, fault, from string) *Result {
 	t.Helper()
-	s := newSim(simConfig{Seed: 1})
-	s.token = s.acquire(0)
-	s.cursor, _ = s.load(0)
-	s.some(20)
-	var id string
-	if fault != "" {
-		id = s.injectFault(fault, "n1")
-	}
+	s, id := n1Leads(fault)
 	s.adv(20 * time.Millisecond)
 	s.leader = 1
 	s.token = s.acquireTakeover(1, from)
@@ -310,14 +305,7 @@ func takeoverRun(t *testing.T, fault, from string) *Result {
 		s.adv(time.Millisecond)
 		s.healFault(id)
 	}
-	s.some(5)
-	s.stepDown(1, 2, "shutdown")
-	s.adv(time.Millisecond)
-	res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion, CheckStaleWrite}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return n2ShutsDown(t, s, CheckLeaseExclusion, CheckStaleWrite)
 }
 
 // A takeover on disconnect overlaps the old leader by design; lease-exclusion explains it
@@ -354,11 +342,7 @@ func TestTakeoverOverlap(t *testing.T) {
 func TestNodeDeathEndsTerm(t *testing.T) {
 	run := func(fault string) *CheckResult {
 		t.Helper()
-		s := newSim(simConfig{Seed: 1})
-		s.token = s.acquire(0)
-		s.cursor, _ = s.load(0)
-		s.some(20)
-		id := s.injectFault(fault, "n1")
+		s, id := n1Leads(fault)
 		s.adv(20 * time.Millisecond)
 		s.leader = 1
 		s.token = s.acquireTakeover(1, "n1:1")
@@ -370,14 +354,7 @@ func TestNodeDeathEndsTerm(t *testing.T) {
 		i := s.invoke(0, history.KindAcquire, history.Event{})
 		s.adv(s.lat())
 		s.complete(i, history.Fail, history.Event{Error: "not-held"})
-		s.some(5)
-		s.stepDown(1, 2, "shutdown")
-		s.adv(time.Millisecond)
-		res, err := Check(context.Background(), s.run(), Options{Checks: []string{CheckLeaseExclusion}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Check(CheckLeaseExclusion)
+		return n2ShutsDown(t, s, CheckLeaseExclusion).Check(CheckLeaseExclusion)
 	}
 	for _, fault := range []string{"kill", "stop", "fp-late-release", "fp-release-race", "fp-stall-new-leader", "fp-takeover-race"} {
 		if c := run(fault); c.Verdict != Valid {

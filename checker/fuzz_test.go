@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // fuzzBound is how long loading and checking an input of n bytes may take: a
@@ -120,7 +119,7 @@ func writeFiles(t *testing.T, dir string, contents []string) int {
 		}
 		data := []byte(c)
 		if strings.HasSuffix(name, ".gz") {
-			data = gzipBytes(t, data)
+			data = testfiles.Gzip(t, data)
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -239,17 +238,4 @@ func FuzzRegisterRunDir(f *testing.F) {
 			agreeWithPorcupine(t, run, res)
 		}
 	})
-}
-
-func gzipBytes(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -158,19 +158,26 @@ func numbered(ops []linOp) {
 	}
 }
 
+// diffRNG gives a differential test its number of random histories, n (short when
+// quick), and their generator, seeded with seed on stream. FENCELINE_DIFF_N=n runs n
+// histories with a new seed instead, which it logs: a long soak.
+func diffRNG(t *testing.T, n, short int, quick bool, seed, stream uint64) (int, *rand.Rand) {
+	t.Helper()
+	if quick {
+		n = short
+	}
+	if v, err := strconv.Atoi(os.Getenv("FENCELINE_DIFF_N")); err == nil {
+		n, seed = v, uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+	}
+	return n, rand.New(rand.NewPCG(seed, stream))
+}
+
 // TestCutAgreesWithPorcupine is the differential test of the cut: on many random
 // small histories, bounding unknown outcomes and checking the pieces gives exactly
 // porcupine's verdict on the whole, uncut history with every unknown outcome open.
 func TestCutAgreesWithPorcupine(t *testing.T) {
-	n, seed := 6000, uint64(20240601)
-	if testing.Short() {
-		n = 1000
-	}
-	if v, err := strconv.Atoi(os.Getenv("FENCELINE_DIFF_N")); err == nil {
-		n, seed = v, uint64(time.Now().UnixNano()) // a long soak with a new seed
-		t.Logf("seed %d", seed)
-	}
-	rng := rand.New(rand.NewPCG(seed, 7))
+	n, rng := diffRNG(t, 6000, 1000, testing.Short(), 20240601, 7)
 	var cut, invalid, cutInvalid, bounded, multiUnknown int
 	for i := range n {
 		ops, init := randomHistory(rng)

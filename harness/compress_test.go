@@ -2,9 +2,7 @@ package harness_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // compressibleFiles are the files CompressRun compresses in the run writeRunDir makes.
@@ -48,24 +47,6 @@ func writeRunDir(t *testing.T) (string, map[string][]byte) {
 	return dir, want
 }
 
-func gunzip(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return b
-}
-
 // checkCompressed asserts that dir holds exactly the compressed form of every
 // compressible file, with the original content, and the other files untouched.
 func checkCompressed(t *testing.T, dir string, want map[string][]byte) {
@@ -75,7 +56,7 @@ func checkCompressed(t *testing.T, dir string, want map[string][]byte) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s still exists (err %v)", name, err)
 		}
-		if got := gunzip(t, p+harness.CompressedSuffix); !bytes.Equal(got, want[name]) {
+		if got := testfiles.GunzipFile(t, p+harness.CompressedSuffix); !bytes.Equal(got, want[name]) {
 			t.Errorf("%s.gz holds %d bytes, not the %d of the original", name, len(got), len(want[name]))
 		}
 	}
@@ -85,15 +66,7 @@ func checkCompressed(t *testing.T, dir string, want map[string][]byte) {
 			t.Errorf("%s was changed (err %v)", name, err)
 		}
 	}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if strings.HasSuffix(p, ".tmp") {
-			t.Errorf("left behind: %s", p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfiles.NoTemporaries(t, dir)
 }
 
 func TestCompressRunRoundTrip(t *testing.T) {
@@ -151,11 +124,11 @@ func TestCompressRunAfterAnInterruption(t *testing.T) {
 	}
 	// n2: renamed but the original not yet removed; the .gz is stale (an older,
 	// shorter version): the original is the truth.
-	if err := os.WriteFile(h2+harness.CompressedSuffix, gz(t, want[filepath.Join(history.HistoryDir, "n2.jsonl")][:100]), 0o644); err != nil {
+	if err := os.WriteFile(h2+harness.CompressedSuffix, testfiles.Gzip(t, want[filepath.Join(history.HistoryDir, "n2.jsonl")][:100]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// faults.jsonl: already compressed, a stray temporary left next to it.
-	if err := os.WriteFile(faults+harness.CompressedSuffix, gz(t, want[history.FaultsFile]), 0o644); err != nil {
+	if err := os.WriteFile(faults+harness.CompressedSuffix, testfiles.Gzip(t, want[history.FaultsFile]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(faults); err != nil {
@@ -198,19 +171,6 @@ func TestCompressRunBadInput(t *testing.T) {
 	if err := harness.CompressRun(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("a directory named %s: %v", history.AuditFile, err)
 	}
-}
-
-func gz(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func dirSize(t *testing.T, dir string) int64 {

@@ -264,17 +264,18 @@ func (b *builder) intern(s []byte) uint32 {
 	if i, ok := b.index[string(s)]; ok {
 		return i
 	}
-	str := string(s)
-	i := uint32(len(b.strs))
-	b.strs = append(b.strs, str)
-	b.index[str] = i
-	return i
+	return b.add(string(s))
 }
 
 func (b *builder) internString(s string) uint32 {
 	if i, ok := b.index[s]; ok {
 		return i
 	}
+	return b.add(s)
+}
+
+// add appends s, which is not in the table, and returns its index.
+func (b *builder) add(s string) uint32 {
 	i := uint32(len(b.strs))
 	b.strs = append(b.strs, s)
 	b.index[s] = i

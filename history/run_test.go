@@ -1,8 +1,6 @@
 package history_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 const (
@@ -46,26 +45,13 @@ func writeDir(t *testing.T, files map[string]string) string {
 		}
 		data := []byte(content)
 		if strings.HasSuffix(name, history.GzipSuffix) {
-			data = gz(t, content)
+			data = testfiles.Gzip(t, []byte(content))
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return dir
-}
-
-func gz(t *testing.T, s string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	if _, err := w.Write([]byte(s)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }
 
 func goodRun() map[string]string {
@@ -143,7 +129,7 @@ func TestLoadRunBadInput(t *testing.T) {
 			files := c.files
 			dir := writeDir(t, files)
 			if c.name == "corrupt gzip history" {
-				b := gz(t, n1Lines)
+				b := testfiles.Gzip(t, []byte(n1Lines))
 				if err := os.WriteFile(filepath.Join(dir, "history", "n2.jsonl.gz"), b[:len(b)-12], 0o644); err != nil {
 					t.Fatal(err)
 				}

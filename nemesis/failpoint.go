@@ -74,6 +74,21 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 		}
 		return strings.Join(did, ", "), nil
 	}
+	// armOthers arms every other running node: what it armed, up to the first error.
+	armOthers := func(points ...string) ([]string, error) {
+		var did []string
+		for _, id := range c.Nodes() {
+			if id == target || !c.Running(id) {
+				continue
+			}
+			what, err := arm(id, points...)
+			if err != nil {
+				return did, err
+			}
+			did = append(did, what)
+		}
+		return did, nil
+	}
 	switch f.kind {
 	case faults.FPLateCommit:
 		return arm(target, failpoint.ListenerBeforeCommit, stall(1.5), failpoint.RenewBeforeSend, stall(1.5))
@@ -84,20 +99,13 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 		if f.kind == faults.FPReleaseRace {
 			point = failpoint.ReleaseBetweenSteps
 		}
-		did := []string{}
 		// The next leader's first renewal and first two commits go out half a lease
 		// late, its renewal still well within its deadline: a lock deleted under it
 		// stays unnoticed that long, instead of until its next renewal or until its
 		// next commit meets the fence (a few milliseconds after a third node's first).
-		for _, id := range c.Nodes() {
-			if id == target || !c.Running(id) {
-				continue
-			}
-			what, err := arm(id, failpoint.RenewBeforeSend, stall(0.5), failpoint.ListenerBeforeCommit, "2*"+stall(0.5))
-			if err != nil {
-				return strings.Join(did, ", "), err
-			}
-			did = append(did, what)
+		did, err := armOthers(failpoint.RenewBeforeSend, stall(0.5), failpoint.ListenerBeforeCommit, "2*"+stall(0.5))
+		if err != nil {
+			return strings.Join(did, ", "), err
 		}
 		what, err := arm(target, point, stall(1.25))
 		if err != nil {
@@ -105,16 +113,9 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 		}
 		return strings.Join(append(did, what), ", ") + ", then SIGTERM", c.StopNode(ctx, target)
 	case faults.FPLoadRace:
-		var did []string
-		for _, id := range c.Nodes() {
-			if id == target || !c.Running(id) {
-				continue
-			}
-			what, err := arm(id, failpoint.ListenerAfterLoad, stall(1.25))
-			if err != nil {
-				return strings.Join(did, ", "), err
-			}
-			did = append(did, what)
+		did, err := armOthers(failpoint.ListenerAfterLoad, stall(1.25))
+		if err != nil {
+			return strings.Join(did, ", "), err
 		}
 		lat := p.LeaseTTL * 5 / 4
 		t := backend.Toxic{Name: toxicDelay, Type: "latency", Stream: "upstream", Toxicity: 1,
@@ -128,16 +129,9 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 		if f.kind == faults.FPTakeoverRace {
 			point, leases = failpoint.TakeoverBetweenSteps, 0.1
 		}
-		var did []string
-		for _, id := range c.Nodes() {
-			if id == target || !c.Running(id) {
-				continue
-			}
-			what, err := arm(id, point, stall(leases))
-			if err != nil {
-				return strings.Join(did, ", "), err
-			}
-			did = append(did, what)
+		did, err := armOthers(point, stall(leases))
+		if err != nil {
+			return strings.Join(did, ", "), err
 		}
 		return strings.Join(append(did, "SIGKILL "+target), ", "), c.KillNode(ctx, target)
 	}

@@ -119,37 +119,23 @@ func TestRedisLossInEveryReport(t *testing.T) {
 		p["redis_lost_acknowledged_writes.commits"] != "2" {
 		t.Errorf("junit properties: %q, %q, %q commits", p["redis_lost_acknowledged_writes"], p["redis_lost_acknowledged_writes.evidence"], p["redis_lost_acknowledged_writes.commits"])
 	}
-	var rj bytes.Buffer
-	if err := WriteResults(&rj, run, res); err != nil {
-		t.Fatal(err)
-	}
 	var r map[string]any
-	if err := json.Unmarshal(rj.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(render(t, WriteResults, run, res), &r); err != nil {
 		t.Fatal(err)
 	}
 	if r["redis_lost_acknowledged_writes"] != true || r["redis_lost_acknowledged_writes_evidence"] != why || r["redis_lost_acknowledged_commits"] != 2.0 {
 		t.Errorf("results.json: %v, %v, %v", r["redis_lost_acknowledged_writes"], r["redis_lost_acknowledged_writes_evidence"], r["redis_lost_acknowledged_commits"])
 	}
-	var page, md bytes.Buffer
-	if err := HTML(&page, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := Markdown(&md, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(page.String(), `<span class="badge redis-loss"`) || !strings.Contains(page.String(), ">"+RedisLossLabel+"</span>") {
+	page, md := string(render(t, HTML, run, res)), string(render(t, Markdown, run, res))
+	if !strings.Contains(page, `<span class="badge redis-loss"`) || !strings.Contains(page, ">"+RedisLossLabel+"</span>") {
 		t.Error("index.html has no Redis-loss badge")
 	}
-	if !strings.Contains(md.String(), "**"+RedisLossLabel+"**") {
+	if !strings.Contains(md, "**"+RedisLossLabel+"**") {
 		t.Error("report.md does not label the Redis loss")
 	}
 	// Without the Redis fault, nothing is labelled.
 	run.Faults = run.Faults[:0]
-	page.Reset()
-	if err := HTML(&page, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(page.String(), `id="redis-loss"`) {
+	if strings.Contains(string(render(t, HTML, run, res)), `id="redis-loss"`) {
 		t.Error("index.html labels a run without a Redis fault")
 	}
 	if d, _ := junitOf(t, run, res); props(d.Suites[0])["redis_lost_acknowledged_writes"] != "false" {

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,16 +49,7 @@ func TestPercentileCells(t *testing.T) {
 // in the cell, the terminal with a mark and a note, results.json beside them.
 func TestPercentilesCarryN(t *testing.T) {
 	run, res := loadRunAt(t, filepath.Join("testdata", "runs", "pass"))
-	var md, page, sum bytes.Buffer
-	if err := Markdown(&md, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := HTML(&page, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := Summary(&sum, run, res); err != nil {
-		t.Fatal(err)
-	}
+	md, page, sum := render(t, Markdown, run, res), render(t, HTML, run, res), render(t, Summary, run, res)
 	r, err := NewResults(run, res)
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +63,11 @@ func TestPercentilesCarryN(t *testing.T) {
 			continue
 		}
 		cell := pctCell(d.P99, 0.99, d.N)
-		if !strings.Contains(md.String(), " "+cell+" |") || !strings.Contains(page.String(), ">"+cell+"<") {
+		if !strings.Contains(string(md), " "+cell+" |") || !strings.Contains(string(page), ">"+cell+"<") {
 			t.Errorf("%s: report.md or index.html lacks %q", f.Fault, cell)
 		}
 	}
-	if !strings.Contains(sum.String(), "* over fewer than 5 windows") {
+	if !strings.Contains(string(sum), "* over fewer than 5 windows") {
 		t.Error("the summary does not explain its marked percentiles")
 	}
 }

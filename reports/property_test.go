@@ -214,18 +214,9 @@ func TestReportsAgreeWithTheHistory(t *testing.T) {
 // and junit.xml to the history and the verdicts.
 func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	t.Helper()
-	var rj, md, ju bytes.Buffer
-	if err := WriteResults(&rj, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := Markdown(&md, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if err := JUnit(&ju, run, res); err != nil {
-		t.Fatal(err)
-	}
+	rj, md, ju := render(t, WriteResults, run, res), render(t, Markdown, run, res), render(t, JUnit, run, res)
 	var r Results
-	if err := json.Unmarshal(rj.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(rj, &r); err != nil {
 		t.Fatal(err)
 	}
 	start := run.Info.StartCursor
@@ -287,7 +278,7 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 
 	// Failover windows per fault kind: results.json, report.md's table and the
 	// windows listed agree.
-	rows := mdTable(t, md.String(), "Failover windows per fault kind")
+	rows := mdTable(t, string(md), "Failover windows per fault kind")
 	if len(rows) != len(r.Failover) {
 		t.Errorf("report.md's failover table has %d rows, results.json %d fault kinds", len(rows), len(r.Failover))
 	}
@@ -339,7 +330,7 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	} else if r.LeaderChanges > max(committing-1, 0) {
 		t.Errorf("%d leader changes, more than the %d committing terms minus one", r.LeaderChanges, committing)
 	}
-	if !strings.Contains(md.String(), fmt.Sprintf(" %d leader changes,", r.LeaderChanges)) {
+	if !strings.Contains(string(md), fmt.Sprintf(" %d leader changes,", r.LeaderChanges)) {
 		t.Errorf("report.md does not say %d leader changes", r.LeaderChanges)
 	}
 	// The report attributes each change as the unexplained-leader-change check does:
@@ -355,14 +346,14 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 		if (uc.Verdict == checker.Valid) != (unattributed == 0) {
 			t.Errorf("unexplained-leader-change is %s, and results.json leaves %d changes unattributed", uc.Verdict, unattributed)
 		}
-		if strings.Contains(md.String(), "none: unexplained") != (unattributed > 0) {
+		if strings.Contains(string(md), "none: unexplained") != (unattributed > 0) {
 			t.Errorf("report.md's changes table and results.json disagree on unattributed changes (%d)", unattributed)
 		}
 	}
 
 	// junit.xml: one case per check, failures and errors as the verdicts say.
 	var jd junitSuites
-	if err := xml.Unmarshal(ju.Bytes(), &jd); err != nil {
+	if err := xml.Unmarshal(ju, &jd); err != nil {
 		t.Fatalf("junit.xml: %v", err)
 	}
 	if len(jd.Suites) != 1 {
@@ -428,7 +419,7 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	for _, f := range []struct {
 		name string
 		b    []byte
-	}{{ResultsFile, rj.Bytes()}, {MarkdownFile, md.Bytes()}, {JUnitFile, ju.Bytes()}} {
+	}{{ResultsFile, rj}, {MarkdownFile, md}, {JUnitFile, ju}} {
 		if !bytes.Equal(readFile(t, filepath.Join(run.Dir, f.name)), f.b) {
 			t.Errorf("%s written by Write differs from its renderer's", f.name)
 		}
@@ -437,9 +428,9 @@ func checkAgreement(t *testing.T, run *history.Run, res *checker.Result) {
 	page := string(readFile(t, filepath.Join(run.Dir, HTMLFile)))
 	failed := r.Verdict != checker.Valid
 	replay := "fenceline-chaos chaos --replay " + shellQuote(run.Dir)
-	if strings.Contains(page, `id="way-back"`) != failed || strings.Contains(md.String(), replay) != failed {
+	if strings.Contains(page, `id="way-back"`) != failed || strings.Contains(string(md), replay) != failed {
 		t.Errorf("a %s run: the way back in index.html %v, in report.md %v", r.Verdict,
-			strings.Contains(page, `id="way-back"`), strings.Contains(md.String(), replay))
+			strings.Contains(page, `id="way-back"`), strings.Contains(string(md), replay))
 	}
 	if strings.Contains(page, `id="redis-loss"`) != r.RedisLostAcknowledgedWrites {
 		t.Errorf("index.html's Redis-loss badge: %v, results.json %v", !r.RedisLostAcknowledgedWrites, r.RedisLostAcknowledgedWrites)

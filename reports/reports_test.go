@@ -7,7 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -61,6 +62,17 @@ func writeStored(t testing.TB, name string) (*history.Run, *checker.Result) {
 	return run, res
 }
 
+// render is what renderer r (Markdown, HTML, Summary, JUnit, WriteResults) writes of
+// run and res.
+func render(t testing.TB, r func(io.Writer, *history.Run, *checker.Result) error, run *history.Run, res *checker.Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r(&b, run, res); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -77,14 +89,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range storedRuns {
 		t.Run(c.name, func(t *testing.T) {
 			run, res := loadRunAt(t, filepath.Join("testdata", "runs", c.name))
-			var md, rj bytes.Buffer
-			if err := Markdown(&md, run, res); err != nil {
-				t.Fatal(err)
-			}
-			if err := WriteResults(&rj, run, res); err != nil {
-				t.Fatal(err)
-			}
-			for f, got := range map[string][]byte{MarkdownFile: md.Bytes(), ResultsFile: rj.Bytes()} {
+			for f, got := range map[string][]byte{MarkdownFile: render(t, Markdown, run, res), ResultsFile: render(t, WriteResults, run, res)} {
 				golden := filepath.Join("testdata", "golden", c.name, f)
 				if *update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
@@ -233,23 +238,10 @@ func TestDeterministic(t *testing.T) {
 			t.Errorf("%s changed when written again", f)
 		}
 	}
-	var md bytes.Buffer
-	if err := Markdown(&md, run, res); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(md.Bytes(), first[MarkdownFile]) {
+	if !bytes.Equal(render(t, Markdown, run, res), first[MarkdownFile]) {
 		t.Error("Markdown and Write disagree")
 	}
-	// No temporary file is left behind.
-	err := filepath.WalkDir(run.Dir, func(p string, d fs.DirEntry, err error) error {
-		if strings.HasSuffix(p, ".tmp") {
-			t.Errorf("left behind: %s", p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testfiles.NoTemporaries(t, run.Dir)
 }
 
 func TestSummary(t *testing.T) {

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // bigRun is a synthetic run of n leader changes: token i's node commits, then the node
@@ -81,24 +81,6 @@ func readResults(t testing.TB, path string) *Results {
 	t.Helper()
 	var r Results
 	if err := json.Unmarshal(readFile(t, path), &r); err != nil {
-		t.Fatal(err)
-	}
-	return &r
-}
-
-func readFullResults(t testing.TB, path string) *Results {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Results
-	if err := json.NewDecoder(zr).Decode(&r); err != nil {
 		t.Fatal(err)
 	}
 	return &r
@@ -231,7 +213,10 @@ func TestFullResults(t *testing.T) {
 	if r.Full != FullResultsFile || r.Totals != want || !slices.Contains(r.Files, FullResultsFile) {
 		t.Errorf("full = %q, totals %+v, files %v", r.Full, r.Totals, r.Files)
 	}
-	full := readFullResults(t, filepath.Join(run.Dir, FullResultsFile))
+	var full *Results
+	if err := json.Unmarshal(testfiles.GunzipFile(t, filepath.Join(run.Dir, FullResultsFile)), &full); err != nil {
+		t.Fatal(err)
+	}
 	if listLens(full) != want || full.Omitted != (ListCounts{}) || full.Totals != want || full.Full != "" || full.ListLimit != 0 {
 		t.Errorf("the full results list %+v (omitted %+v, full %q, limit %d), want %+v",
 			listLens(full), full.Omitted, full.Full, full.ListLimit, want)
@@ -256,18 +241,7 @@ func TestLinksToCompressedRecords(t *testing.T) {
 	run, res := loadStored(t, "pass")
 	gzipInPlace := func(name string, keep bool) {
 		p := filepath.Join(run.Dir, name)
-		f, err := os.Create(p + ".gz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := gzip.NewWriter(f)
-		if _, err := zw.Write(readFile(t, p)); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
+		if err := os.WriteFile(p+".gz", testfiles.Gzip(t, readFile(t, p)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if !keep {

@@ -3,9 +3,7 @@ package reports
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/internal/testfiles"
 )
 
 // TestTopOverlaps: keeping only the n longest gives the first n of a stable sort of
@@ -56,15 +55,7 @@ func TestStreamJSON(t *testing.T) {
 		if err := writeFullJSON(&got, r); err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(&got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(b, want.Bytes()) {
+		if b := testfiles.Gunzip(t, got.Bytes()); !bytes.Equal(b, want.Bytes()) {
 			t.Errorf("streamed:\n%s\njson.Encoder:\n%s", b, want.Bytes())
 		}
 	}

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,25 +26,16 @@ func TestReportsEndWithTheWayBack(t *testing.T) {
 			if tc.unknown {
 				res.Checks[0].Verdict, res.Verdict = checker.Unknown, checker.Unknown
 			}
-			var md, page, term bytes.Buffer
-			if err := Markdown(&md, run, res); err != nil {
-				t.Fatal(err)
-			}
-			if err := Summary(&term, run, res); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.HasSuffix(term.String(), "  fenceline-chaos chaos --replay "+shellQuote(tc.dir)+"\n  fenceline-chaos shrink "+shellQuote(tc.dir)+"\n"); got != tc.want {
+			md, term := string(render(t, Markdown, run, res)), string(render(t, Summary, run, res))
+			if got := strings.HasSuffix(term, "  fenceline-chaos chaos --replay "+shellQuote(tc.dir)+"\n  fenceline-chaos shrink "+shellQuote(tc.dir)+"\n"); got != tc.want {
 				t.Errorf("the console summary ends with the way back: %v, want %v", got, tc.want)
-			}
-			if err := HTML(&page, run, res); err != nil {
-				t.Fatal(err)
 			}
 			dir := shellQuote(tc.dir)
 			tail := "```sh\nfenceline-chaos chaos --replay " + dir + "\nfenceline-chaos shrink " + dir + "\n```\n"
-			if got := strings.HasSuffix(md.String(), tail); got != tc.want {
-				t.Errorf("report.md ends with the way back: %v, want %v; it ends:\n%s", got, tc.want, md.String()[max(0, md.Len()-300):])
+			if got := strings.HasSuffix(md, tail); got != tc.want {
+				t.Errorf("report.md ends with the way back: %v, want %v; it ends:\n%s", got, tc.want, md[max(0, len(md)-300):])
 			}
-			html := page.String()
+			html := string(render(t, HTML, run, res))
 			i, j := strings.Index(html, `id="way-back"`), strings.LastIndex(html, "<section")
 			if got := i >= 0; got != tc.want {
 				t.Fatalf("index.html has the way back: %v, want %v", got, tc.want)

@@ -14,10 +14,7 @@ import (
 
 // The harness's commands are in a chaos build; bad input gets exit 2 and a clear error.
 func TestChaosUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, nil, false, []usageCase{
 		{[]string{"chaos", "--nemesis", "kill,meteor"}, `unknown fault: "meteor"`},
 		{[]string{"chaos", "--workload", "kv"}, `unknown workload "kv"`},
 		{[]string{"chaos", "--nodes", "0"}, "need --nodes >= 1"},
@@ -27,21 +24,13 @@ func TestChaosUsageErrors(t *testing.T) {
 		{[]string{"node", "--id", "n1", "--target", "redsync"}, "without a fence and runs only with --chaos"},
 		{[]string{"chaos", "--duration", "soon"}, "invalid value"},
 		{[]string{"node", "--id", "n1", "--variant", "no-fence"}, "broken on purpose and runs only with --chaos"},
-	} {
-		code, _, stderr := runCmd(tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // Fault hooks on a non-loopback control address are refused without an explicit flag.
 func TestChaosNodeRefusals(t *testing.T) {
 	t.Setenv(passwordEnv, "")
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"node", "--id", "n1"}, true, []usageCase{
 		{[]string{"--chaos", "--control", "0.0.0.0:0"}, "not a loopback address"},
 		{[]string{"--chaos", "--control", ":9100"}, "not a loopback address"},
 		{[]string{"--chaos", "--control", "192.0.2.1:9100"}, "not a loopback address"},
@@ -54,23 +43,14 @@ func TestChaosNodeRefusals(t *testing.T) {
 		{[]string{"--failpoint", "election/renew-before-send=block"}, "--failpoint needs --chaos"},
 		{[]string{"--chaos", "--failpoint", "election/nope=block"}, "unknown failpoint"},
 		{[]string{"--chaos", "--failpoint", "election/renew-before-send=nap"}, "bad action"},
-	} {
-		args := append([]string{"node", "--id", "n1"}, tc.args...)
-		code, _, stderr := runCmd(args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // Values that used to become defaults silently, and inputs found bad only once a run had
 // started, are usage errors before any run directory exists.
 func TestChaosRejectsBadSettings(t *testing.T) {
 	out := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"chaos", "--out", out}, false, []usageCase{
 		{[]string{"--duration", "0"}, "need --duration > 0"},
 		{[]string{"--lease-ttl", "0"}, "need --lease-ttl >= 100ms"},
 		{[]string{"--nemesis", ""}, "--nemesis is empty"},
@@ -91,13 +71,7 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 		// -1 is "chosen by the seed"; any other negative start is a mistake.
 		{[]string{"--start-token", "-5"}, "--start-token -5, --start-cursor -1: want a value >= 0, or -1"},
 		{[]string{"--start-cursor", "-2"}, "want a value >= 0, or -1"},
-	} {
-		args := append([]string{"chaos", "--out", out}, tc.args...)
-		code, _, stderr := runCmd(args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 	if left, _ := os.ReadDir(out); len(left) > 0 {
 		t.Errorf("rejected runs left %d entries in --out", len(left))
 	}
@@ -115,6 +89,16 @@ func TestChaosWithoutRedisServer(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, "apt-get install -y redis-server") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming the package", code, stderr)
 	}
+}
+
+// realRuns starts a test that makes real chaos runs (what, in -short's skip message):
+// none under -short, and no Redis password taken from the environment.
+func realRuns(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what)
+	}
+	t.Setenv(passwordEnv, "")
 }
 
 // helperBinary is an executable that runs this test binary as fenceline (through

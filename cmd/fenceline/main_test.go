@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,12 +24,42 @@ func runCmd(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// storedRun writes files (name: value) as JSON into a new temporary directory, as a
+// stored run's run.json, schedule.json or results.json, and returns the directory.
+func storedRun(t *testing.T, files map[string]any) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range files {
+		if err := history.WriteJSON(filepath.Join(dir, name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// usageCase is a command line that must be refused as a usage error whose message
+// holds want.
+type usageCase struct {
+	args []string
+	want string
+}
+
+// wantUsage runs fenceline with prefix and then each case's args, and wants exit 2
+// with the case's want on stderr, and with oneLine that stderr is one line.
+func wantUsage(t *testing.T, prefix []string, oneLine bool, cases []usageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		args := append(slices.Clone(prefix), tc.args...)
+		code, _, stderr := runCmd(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || oneLine && strings.Count(stderr, "\n") != 1 {
+			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q (one line: %v)", strings.Join(args, " "), code, stderr, tc.want, oneLine)
+		}
+	}
+}
+
 // Bad input gets a clear error and exit code 2, never a panic.
 func TestUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, nil, false, []usageCase{
 		{nil, "Usage: fenceline <command>"},
 		{[]string{"explode"}, `unknown command "explode"`},
 		{[]string{"node"}, "--id is required"},
@@ -46,20 +77,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"version", "extra"}, `unexpected argument "extra"`},
 		{[]string{"check", "/nonexistent/run"}, "is not a run directory"},
 		{[]string{"source", "--rate", "-1"}, "Rate"},
-	} {
-		code, _, stderr := runCmd(tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A malformed history is bad input: exit 2, naming the file and the line.
 func TestCheckMalformedHistory(t *testing.T) {
-	dir := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Workload: "listener"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Workload: "listener"}})
 	os.MkdirAll(filepath.Join(dir, history.HistoryDir), 0o755)
 	bad := `{"id":"a","type":"invoke","kind":"load","node":"n1","time":1}` + "\n" + `{"id":"a","type":"ok",` + "\n"
 	if err := os.WriteFile(filepath.Join(dir, history.HistoryDir, "n1.jsonl"), []byte(bad), 0o644); err != nil {

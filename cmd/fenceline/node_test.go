@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/source"
 )
@@ -22,19 +21,10 @@ import (
 // only in a chaos build").
 func TestNodeRefusals(t *testing.T) {
 	t.Setenv(passwordEnv, "")
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, []string{"node", "--id", "n1"}, true, []usageCase{
 		{[]string{"--workload", "register"}, "runs only with --chaos"},
 		{[]string{"--workload", "register", "--clients", "5"}, "chaos"},
-	} {
-		args := append([]string{"node", "--id", "n1"}, tc.args...)
-		code, _, stderr := runCmd(args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // startNode runs a node in this process until the test ends and returns its control
@@ -128,11 +118,7 @@ func countLog(logs *syncBuf, msg string) int {
 // JSON logger.
 func TestNodeHealth(t *testing.T) {
 	srv := redisserver.New(t)
-	admin := election.NewClient(srv.Addr())
-	defer admin.Close()
-	if err := admin.ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
-		t.Fatal(err)
-	}
+	requirePassword(t, srv.Addr(), "right")
 
 	t.Setenv(passwordEnv, "wrong")
 	control, logs, _ := startNode(t, "--id", "n1", "--redis", srv.Addr(), "--lease-ttl", "1s")
@@ -161,9 +147,7 @@ func TestNodeHealth(t *testing.T) {
 	if err := srv.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.ConfigSet(context.Background(), "requirepass", "right").Err(); err != nil {
-		t.Fatal(err)
-	}
+	requirePassword(t, srv.Addr(), "right")
 	waitHealth(t, control, http.StatusOK, "", 10*time.Second, logs)
 	if n := countLog(logs, "redis-available") - upBefore; n != 1 {
 		t.Errorf("%d redis-available lines, want 1:\n%s", n, logs.String())

@@ -97,15 +97,21 @@ func TestRedisConnUsageErrors(t *testing.T) {
 	}
 }
 
+// requirePassword makes the Redis server at addr, which has no password, require pw.
+func requirePassword(t *testing.T, addr, pw string) {
+	t.Helper()
+	admin := election.NewClient(addr)
+	defer admin.Close()
+	if err := admin.ConfigSet(context.Background(), "requirepass", pw).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fenceline status reads the password from the variable (it used to ignore it and get
 // NOAUTH), and from --redis-password.
 func TestStatusPassword(t *testing.T) {
 	srv := redisserver.New(t)
-	admin := election.NewClient(srv.Addr())
-	defer admin.Close()
-	if err := admin.ConfigSet(context.Background(), "requirepass", "pw-123").Err(); err != nil {
-		t.Fatal(err)
-	}
+	requirePassword(t, srv.Addr(), "pw-123")
 	t.Setenv(passwordEnv, "")
 	if code, _, stderr := runCmd("status", "--redis", srv.Addr()); code != exitUnknown || !strings.Contains(stderr, "NOAUTH") {
 		t.Errorf("no password: exit %d, stderr %q; want 3 and NOAUTH", code, stderr)

@@ -17,24 +17,13 @@ import (
 // A replay needs a stored run with its schedule, and takes that run's settings: a
 // settings flag beside it, or a directory without schedule.json, is exit 2 in one line.
 func TestReplayUsage(t *testing.T) {
-	dir := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	dir := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
+	wantUsage(t, []string{"chaos", "--out", t.TempDir()}, true, []usageCase{
 		{[]string{"--replay", dir}, "schedule.json"},
 		{[]string{"--replay", t.TempDir()}, "run.json"},
 		{[]string{"--replay", dir, "--seed", "4", "--nodes", "5"}, "--nodes, --seed cannot be given"},
 		{[]string{"--replay", dir, "--start-cursor", "4"}, "--start-cursor cannot be given"},
-	} {
-		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A replay runs the stored schedule with the stored seed and settings: the same
@@ -42,10 +31,7 @@ func TestReplayUsage(t *testing.T) {
 // same store, the same start of the token counter and the cursor (pinned here to values
 // no seed draws).
 func TestReplayReproducesTheSchedule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two chaos runs")
-	}
-	t.Setenv(passwordEnv, "")
+	realRuns(t, "two chaos runs")
 	bin, out := helperBinary(t), t.TempDir() // this test binary, as fenceline
 	run := func(args ...string) string {
 		t.Helper()
@@ -111,61 +97,33 @@ func TestReplayReproducesTheSchedule(t *testing.T) {
 // Shrinking needs a stored run that failed: a valid run, or a directory without its
 // schedule, is exit 2 in one line.
 func TestShrinkUsage(t *testing.T) {
-	valid := t.TempDir()
-	for name, v := range map[string]any{
+	valid := storedRun(t, map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}, history.ScheduleFile: []any{},
 		"results.json": map[string]string{"verdict": "valid"},
-	} {
-		if err := history.WriteJSON(filepath.Join(valid, name), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	noSchedule := t.TempDir()
-	if err := history.WriteJSON(filepath.Join(noSchedule, history.RunInfoFile), history.RunInfo{Seed: 3, Nodes: []string{"n1"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	})
+	noSchedule := storedRun(t, map[string]any{history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1"}}})
+	wantUsage(t, []string{"shrink"}, true, []usageCase{
 		{[]string{valid}, "only a failing run can be shrunk"},
 		{[]string{noSchedule}, "schedule.json"},
 		{[]string{t.TempDir()}, "run.json"},
 		{[]string{}, "fenceline shrink: want RUN_DIR, got 0 arguments"},
 		{[]string{valid, "--budget", "1m"}, "flag provided but not defined: -budget"},
 		{[]string{valid, "--runs", "1"}, "flag provided but not defined: -runs"},
-	} {
-		code, _, stderr := runCmd(append([]string{"shrink"}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("fenceline shrink %s: exit %d, stderr %q; want 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // A replay runs on the stored run's Redis topology and mitigations: a cluster run with a
 // min-replicas-to-write that a cluster cannot have is refused as the original would be,
 // for its topology, and a replay of a cluster run cannot be given --redis-topology.
 func TestReplayKeepsTheTopology(t *testing.T) {
-	dir := t.TempDir()
-	info := history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
-		Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
-		Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}}
-	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
-		t.Fatal(err)
-	}
-	if err := history.WriteJSON(filepath.Join(dir, history.ScheduleFile), []any{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	dir := storedRun(t, map[string]any{
+		history.RunInfoFile: history.RunInfo{Seed: 3, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener", Backend: "docker",
+			Nemeses: []string{"redis-failover"}, LeaseTTL: 2e9, Duration: 6e9,
+			Redis: &history.RedisSetup{Topology: "cluster", MinReplicasToWrite: 2, Wait: 1}},
+		history.ScheduleFile: []any{},
+	})
+	wantUsage(t, []string{"chaos", "--out", t.TempDir()}, false, []usageCase{
 		{[]string{"--replay", dir}, "min-replicas-to-write 2 (0..1 with cluster)"},
 		{[]string{"--replay", dir, "--redis-topology", "single"}, "--redis-topology cannot be given"},
-	} {
-		code, _, stderr := runCmd(append([]string{"chaos", "--out", t.TempDir()}, tc.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("fenceline chaos %s: exit %d, stderr %q; want 2 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }

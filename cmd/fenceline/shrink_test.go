@@ -20,11 +20,7 @@ import (
 // schedule holds. Of a kill, that restart and a stop, shrink keeps the restart alone,
 // and the run it found says "Shrunk from 3 faults to 1". About 40 s: four short runs.
 func TestShrinkFindsTheOneFault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("four chaos runs")
-	}
-	t.Setenv(passwordEnv, "")
-	orig := t.TempDir()
+	realRuns(t, "four chaos runs")
 	lease := time.Second
 	p := nemesis.Params{LeaseTTL: lease}
 	step := func(at time.Duration, kind string, hold time.Duration) nemesis.Step {
@@ -38,17 +34,13 @@ func TestShrinkFindsTheOneFault(t *testing.T) {
 		step(4*time.Second, faults.Stop, 500*time.Millisecond),
 	}
 	steps[1].Aim = nemesis.Aim{}
-	for name, v := range map[string]any{
+	orig := storedRun(t, map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
 			Variant: "volatile-redis", Backend: "local", LeaseTTL: lease, Duration: 8 * time.Second,
 			Nemeses: []string{faults.Kill, faults.RedisRestartVolatile, faults.Stop}},
 		history.ScheduleFile: steps,
 		"results.json":       map[string]string{"verdict": "invalid"},
-	} {
-		if err := history.WriteJSON(filepath.Join(orig, name), v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	out := t.TempDir()
 	code, stdout, stderr := runCmd("shrink", "--repeat", "1", "--time-limit", "3m", "--binary", helperBinary(t), "--out", out, orig)
 	if code != exitOK || !strings.Contains(stdout, "shrunk from 3 faults to 1 ") {

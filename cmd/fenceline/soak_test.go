@@ -15,10 +15,7 @@ import (
 // Bad input to soak and soak-report: exit 2 with one line, never a panic.
 func TestSoakUsageErrors(t *testing.T) {
 	empty := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantUsage(t, nil, true, []usageCase{
 		{[]string{"soak", "--shard", "3/2"}, `bad shard "3/2"`},
 		{[]string{"soak", "--shard", "0/2"}, `bad shard "0/2"`},
 		{[]string{"soak", "--shard", "garbage"}, `bad shard "garbage"`},
@@ -31,12 +28,7 @@ func TestSoakUsageErrors(t *testing.T) {
 		{[]string{"soak-report"}, "want DIR..., got 0 arguments"},
 		{[]string{"soak-report", empty}, "no runs in " + empty},
 		{[]string{"soak-report", filepath.Join(empty, "nope")}, "no such file or directory"},
-	} {
-		code, _, stderr := runCmd(tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("fenceline %s: exit %d, stderr %q; want exit 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
-		}
-	}
+	})
 }
 
 // soak-report's exit code: 1 if any run is invalid, else 3 if any is unknown or a

@@ -19,23 +19,15 @@ import (
 // leader wakes with the commit in hand and writes after its successor has. (A pause at
 // a random time catches it in about 1 of 10 leader pauses.)
 func TestAimedPauseCatchesNoFence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a chaos run")
-	}
-	t.Setenv(passwordEnv, "")
-	orig := t.TempDir()
+	realRuns(t, "a chaos run")
 	lease := time.Second
 	steps := []nemesis.Step{{At: 500 * time.Millisecond, Kind: faults.Pause, Aim: nemesis.Aim{Leader: true},
 		Moment: nemesis.MomentBeforeCommit, Params: nemesis.Params{LeaseTTL: lease, Hold: 2500 * time.Millisecond}}}
-	for name, v := range map[string]any{
+	orig := storedRun(t, map[string]any{
 		history.RunInfoFile: history.RunInfo{Seed: 9, Nodes: []string{"n1", "n2", "n3"}, Workload: "listener",
 			Variant: "no-fence", Backend: "local", LeaseTTL: lease, Duration: 6 * time.Second, Nemeses: []string{faults.Pause}},
 		history.ScheduleFile: steps,
-	} {
-		if err := history.WriteJSON(filepath.Join(orig, name), v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	out := t.TempDir()
 	code, stdout, stderr := runCmd("chaos", "--quiet", "--binary", helperBinary(t), "--out", out, "--replay", orig)
 	if code != exitcode.Invalid || !strings.Contains(stdout, "no-stale-write") {

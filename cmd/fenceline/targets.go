@@ -3,14 +3,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/election"
@@ -47,7 +43,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// Ctrl-C stops the run under way, skips the rest and writes the table of what ran.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	return targetmatrix.Run(ctx, targetmatrix.Config{
 		Targets: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,

@@ -3,15 +3,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
@@ -70,7 +66,7 @@ func runTopologies(args []string, stdout, stderr io.Writer) int {
 		cfg.Command += fmt.Sprintf(" --seed %d", cfg.Seed)
 	}
 	cfg.Command += fmt.Sprintf(" --seeds %d --duration %s", cfg.Seeds, cfg.Duration)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	return topologies.Run(ctx, cfg, stdout, stderr)
 }

@@ -3,14 +3,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fenceline/fenceline/election"
@@ -41,7 +37,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	// Ctrl-C stops the run under way (the harness heals and cleans up), skips the rest
 	// and still writes the table of what ran.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	return validate.Run(ctx, validate.Config{
 		Variants: vs, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Out: *out,

@@ -33,6 +33,25 @@ func (r Result) Verdict() checker.Verdict {
 	return checker.Unknown
 }
 
+// Tally counts runs by verdict; a verdict neither valid nor invalid counts as unknown.
+type Tally struct {
+	Valid   int `json:"valid"`
+	Invalid int `json:"invalid"`
+	Unknown int `json:"unknown"`
+}
+
+// Add counts one run whose verdict is v.
+func (t *Tally) Add(v checker.Verdict) {
+	switch v {
+	case checker.Valid:
+		t.Valid++
+	case checker.Invalid:
+		t.Invalid++
+	default:
+		t.Unknown++
+	}
+}
+
 // Checked reports whether the run was checked: it has a checker result.
 func (r Result) Checked() bool { return !r.NotRun && r.Outcome.Result != nil }
 

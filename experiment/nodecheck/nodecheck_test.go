@@ -21,11 +21,7 @@ import (
 	"github.com/fenceline/fenceline/workloads"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // python returns a Python 3 that has redis-py: $FENCELINE_PYTHON, python3 on PATH, or
 // Debian's (a pyenv shim on PATH may lack the package). It fails the test when there is

@@ -18,11 +18,7 @@ import (
 	"github.com/fenceline/fenceline/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func readSummary(t *testing.T, path string) soak.Summary {
 	t.Helper()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/reports"
 )
 
@@ -39,10 +40,8 @@ type Summary struct {
 	// those that did not finish.
 	Expected int   `json:"expected"`
 	Missing  []int `json:"missing"`
-	// Valid, Invalid and Unknown count the finished runs by verdict.
-	Valid   int `json:"valid"`
-	Invalid int `json:"invalid"`
-	Unknown int `json:"unknown"`
+	// Tally counts the finished runs by verdict.
+	matrix.Tally
 	// Events sums the runs' final cursors and SinkEvents their sinks' lengths; Lost
 	// and Duplicated the events lost from or repeated in the sinks. CountsUnknown is
 	// the number of runs whose counts are not known (not summed).
@@ -76,10 +75,8 @@ type Summary struct {
 
 // ProfileSum is a campaign profile's runs.
 type ProfileSum struct {
-	Name    string `json:"name"`
-	Valid   int    `json:"valid"`
-	Invalid int    `json:"invalid"`
-	Unknown int    `json:"unknown"`
+	Name string `json:"name"`
+	matrix.Tally
 	// FailedChecks counts, per check, the profile's runs it judged invalid.
 	FailedChecks map[string]int `json:"failed_checks"`
 	Faults       int            `json:"faults"`
@@ -121,14 +118,7 @@ func Summarize(runs []Record, expected []int) *Summary {
 		have[r.Index] = true
 		s.Runs = append(s.Runs, r)
 		verdicts = append(verdicts, r.Verdict)
-		switch r.Verdict {
-		case checker.Valid:
-			s.Valid++
-		case checker.Invalid:
-			s.Invalid++
-		default:
-			s.Unknown++
-		}
+		s.Add(r.Verdict)
 		if r.Profile != "" {
 			s.addToProfile(profiles, r)
 		}
@@ -193,14 +183,7 @@ func (s *Summary) addToProfile(index map[string]int, r Record) {
 		s.Profiles = append(s.Profiles, ProfileSum{Name: r.Profile, FailedChecks: map[string]int{}})
 	}
 	p := &s.Profiles[i]
-	switch r.Verdict {
-	case checker.Valid:
-		p.Valid++
-	case checker.Invalid:
-		p.Invalid++
-	default:
-		p.Unknown++
-	}
+	p.Add(r.Verdict)
 	for _, c := range r.FailedChecks {
 		p.FailedChecks[c]++
 	}

@@ -111,7 +111,8 @@ const Markdown = "topologies.md"
 // Summary is what the runs of one cell came to.
 type Summary struct {
 	Cell
-	Runs, Valid, Invalid, Unknown int
+	Runs int
+	matrix.Tally
 	// RedisLoss counts the invalid runs the report blames on Redis losing acknowledged
 	// writes in a failover; Failed counts the runs each check failed in.
 	RedisLoss int
@@ -214,14 +215,7 @@ func CellName(c Cell) string { return c.Topology + "-" + c.Mitigation.Name + "-"
 func (s *Summary) add(r matrix.Result) {
 	s.Runs++
 	s.Dirs = append(s.Dirs, r.Outcome.Dir)
-	switch r.Verdict() {
-	case checker.Valid:
-		s.Valid++
-	case checker.Invalid:
-		s.Invalid++
-	default:
-		s.Unknown++
-	}
+	s.Add(r.Verdict())
 	if !r.Checked() {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/experiment/matrix"
 )
 
 // Rows run alone (one topology) replace theirs in the stored table, the others stay,
@@ -22,7 +23,7 @@ func TestMergeMarkdown(t *testing.T) {
 	var sums []Summary
 	for _, c := range Cells() {
 		if c.Topology == backend.TopologyCluster {
-			sums = append(sums, Summary{Cell: c, Runs: 3, Valid: 3, Failed: map[string]int{}})
+			sums = append(sums, Summary{Cell: c, Runs: 3, Tally: matrix.Tally{Valid: 3}, Failed: map[string]int{}})
 		}
 	}
 	var b strings.Builder
