@@ -155,7 +155,9 @@ func (f *RedisFence) Write(ctx context.Context, token int64, writes ...Write) er
 // ErrInvalidBatch, nothing run; a body that raises an error (a refused command included)
 // returns an error wrapping ErrBodyFailed. Redis does not roll a script back: what the
 // body wrote before the error is applied under token, as the audit says ("error"). Check
-// before you write, as Write's script does.
+// before you write, as Write's script does. An error reply the body returns
+// (redis.error_reply) is its value, not a failure. A body that never ends blocks Redis,
+// as any script does.
 func (f *RedisFence) Eval(ctx context.Context, token int64, body string, keys []string, args ...any) (any, error) {
 	full := make([]string, len(keys))
 	for i, k := range keys {

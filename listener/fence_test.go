@@ -116,6 +116,11 @@ return {n, cjson.encode({ok = true}), string.upper('x')}`
 	if n, _ := c.Get(ctx, f.Keys().Key("counter")).Int64(); n != 5 {
 		t.Errorf("counter %d after a stale body, want 5", n)
 	}
+	// An error reply returned is a value, not a failure.
+	v, err = f.Eval(ctx, 7, `return redis.error_reply('nope')`, nil)
+	if rerr, ok := v.(redis.Error); err != nil || !ok || rerr.Error() != "ERR nope" {
+		t.Errorf("a returned error reply: %#v, %v; want it as the value", v, err)
+	}
 	// An error after a write: the write stays (Redis does not roll back), and the audit
 	// says "error" under the token.
 	_, err = f.Eval(ctx, 8, `redis.call('SET', KEYS[1], 'half'); error('boom')`, []string{"state"})
@@ -126,7 +131,7 @@ return {n, cjson.encode({ok = true}), string.upper('x')}`
 		t.Errorf("state %q, want what the body wrote before its error", v)
 	}
 	got := auditResults(t, c, "fe")
-	if len(got) != 3 || got[0] != "7:ok" || got[1] != "6:stale-token" || !strings.HasPrefix(got[2], "8:error:") {
+	if len(got) != 4 || got[0] != "7:ok" || got[1] != "6:stale-token" || got[2] != "7:ok" || got[3] != "8:error:body:1: boom" {
 		t.Errorf("audit %q", got)
 	}
 }
