@@ -3,8 +3,10 @@ package listener
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -225,4 +227,35 @@ func snapshotFence(t *testing.T, c redis.UniversalClient, f *RedisFence) fenceSn
 	others, _ := c.Exists(ctx, f.Keys().Key("other"), f.Keys().Key("x")).Result()
 	tok, _ := strconv.ParseInt(rec["token"], 10, 64)
 	return fenceSnapshot{cursor: rec["cursor"], token: tok, mine: mine, elsewhere: elsewhere, others: others}
+}
+
+// fenceCounts records what a store tells its FenceMetrics.
+type fenceCounts struct {
+	mu sync.Mutex
+	n  map[Outcome]int
+}
+
+func (m *fenceCounts) ObserveFenced(o Outcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n[o]++
+}
+
+// The store counts what its fence rejects, commits and writes alike: one count per
+// rejection, with no help from the caller.
+func TestFenceCountsRejections(t *testing.T) {
+	_, c := newRedis(t)
+	ctx := context.Background()
+	m := &fenceCounts{n: map[Outcome]int{}}
+	s := newStore(t, c, RedisConfig[source.Event]{Name: "fm", Metrics: m})
+	if err := s.Commit(ctx, 5, 0, source.Range(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Commit(ctx, 4, 2, source.Range(2, 3))
+	_ = s.Fence().Write(ctx, 3)
+	_ = s.Commit(ctx, 5, 0, source.Range(0, 1))
+	want := map[Outcome]int{OutcomeOK: 1, OutcomeStaleToken: 2, OutcomeCursorConflict: 1}
+	if !maps.Equal(m.n, want) {
+		t.Errorf("observed %v, want %v", m.n, want)
+	}
 }

@@ -239,9 +239,9 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	view := leaderView(el)
 	st.elector.Store(&view)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
-		if err := l.Run(tctx, t.Token); errors.Is(err, listener.ErrStaleToken) {
-			emetrics.FencingRejected()
-		}
+		// A stale token ends the term's work: the listener has logged it and the store
+		// has counted it (fenceline_listener_fencing_rejections_total).
+		_ = l.Run(tctx, t.Token)
 	})
 	if errors.Is(err, context.Canceled) {
 		err = nil
