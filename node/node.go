@@ -239,9 +239,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	view := leaderView(el)
 	st.elector.Store(&view)
 	err = el.Run(ctx, func(tctx context.Context, t election.Term) {
-		// A stale token ends the term's work: the listener has logged it and the store
-		// has counted it (fenceline_listener_fencing_rejections_total).
-		_ = l.Run(tctx, t.Token)
+		_ = l.Run(tctx, t.Token) // a rejection is the listener's to count and log
 	})
 	if errors.Is(err, context.Canceled) {
 		err = nil
