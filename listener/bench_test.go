@@ -38,7 +38,7 @@ return {'ok', ARGV[5], ARGV[3]}
 // unfencedStore is a store that commits with unfencedScript.
 func unfencedStore(tb testing.TB, c redis.UniversalClient, name string) *RedisStore[source.Event] {
 	s := newStore(tb, c, RedisConfig[source.Event]{Name: name})
-	s.script = redis.NewScript(unfencedScript)
+	s.fence.script = redis.NewScript(unfencedScript)
 	return s
 }
 

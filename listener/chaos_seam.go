@@ -15,5 +15,5 @@ const CommitScriptForChaos = commitScript
 // script. script must keep commitScript's contract of keys, arguments and reply (see
 // commitScript). It is for self-validation only: what it installs is broken on purpose.
 func SetCommitScriptForChaos[E Event](s *RedisStore[E], script string) {
-	s.script = redis.NewScript(script)
+	s.fence.script = redis.NewScript(script)
 }

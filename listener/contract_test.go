@@ -28,10 +28,34 @@ func contractEffects(batch []storetest.Event) ([]listener.Write, error) {
 
 var contractSeq atomic.Int64
 
-// TestRedisStoreContract runs the store contract against RedisStore on a real Redis.
+// TestRedisStoreContract runs the store contract against RedisStore on a real Redis, and
+// the work contract against RedisFence.Write.
 func TestRedisStoreContract(t *testing.T) {
 	srv := redisserver.New(t)
-	storetest.Run(t, func(t *testing.T) storetest.Backend {
+	storetest.Run(t, redisBackend(srv, func(f *listener.RedisFence) storetest.Work {
+		return func(ctx context.Context, token int64, account string, amount int64) error {
+			return f.Write(ctx, token, listener.HIncrBy("credits", account, amount))
+		}
+	}))
+}
+
+// creditBody is the work contract's credit as a Lua body.
+const creditBody = `return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])`
+
+// TestRedisFenceEvalContract runs the work contract against RedisFence.Eval.
+func TestRedisFenceEvalContract(t *testing.T) {
+	srv := redisserver.New(t)
+	storetest.RunWork(t, redisBackend(srv, func(f *listener.RedisFence) storetest.Work {
+		return func(ctx context.Context, token int64, account string, amount int64) error {
+			_, err := f.Eval(ctx, token, creditBody, []string{"credits"}, account, amount)
+			return err
+		}
+	}))
+}
+
+// redisBackend makes the contract's backends on srv, with work as their Work.
+func redisBackend(srv *redisserver.Server, work func(*listener.RedisFence) storetest.Work) func(t *testing.T) storetest.Backend {
+	return func(t *testing.T) storetest.Backend {
 		name := fmt.Sprintf("contract%d", contractSeq.Add(1))
 		keys := listener.KeysFor(name)
 		raw := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
@@ -63,8 +87,15 @@ func TestRedisStoreContract(t *testing.T) {
 					}
 				}
 			},
+			NewWork: func(t *testing.T, node string, timeout time.Duration, rec listener.Recorder) storetest.Work {
+				f, err := listener.NewRedisFence(c, listener.FenceConfig{Name: name, Node: node, Timeout: timeout, Recorder: rec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return work(f)
+			},
 		}
-	})
+	}
 }
 
 func redisState(t *testing.T, c *redis.Client, keys listener.Keys) storetest.State {

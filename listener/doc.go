@@ -14,14 +14,24 @@
 //     are your SQL, run in the same transaction as the conditional UPDATE that checks
 //     the token and the cursor.
 //
-// Package storetest holds the contract both stores pass, as a test suite.
+// Work that is not a feed's (a singleton job, a cron, a payment batch) uses the stores'
+// fences directly: RedisFence.Write (the same closed set of writes) and RedisFence.Eval
+// (a Lua body of yours, which cannot escape the fence: see Eval), and pgstore.Fence.Do
+// (your function in the fenced transaction). They share the fence record of the
+// election's name with the feed's commits and its audit; the stores' commits are fenced
+// writes that also move the cursor. Package listener/fenced creates an election and its
+// fence or store with the names typed once.
+//
+// Package storetest holds the contract both stores and both fences pass, as a test
+// suite.
 //
 // # What it guarantees
 //
 // A commit is applied only if the writer's token is at least the highest token the store
 // has accepted and the stored cursor is still the one the batch starts from; otherwise it
 // changes nothing but the audit and returns a *RejectedError (ErrStaleToken,
-// ErrCursorConflict). Hence, whatever the leases, pauses, partitions or clocks do:
+// ErrCursorConflict); a fenced write likewise, without the cursor check. Hence, whatever
+// the leases, pauses, partitions or clocks do:
 //
 //   - once a token t has been accepted, no write with a token below t is ever applied;
 //   - no batch is applied twice and none is skipped: each accepted batch starts exactly

@@ -19,22 +19,26 @@ var (
 	// operation id (in the error text) can be looked up in the store's audit.
 	ErrOutcomeUnknown = errors.New("listener: outcome unknown")
 	// ErrInvalidBatch: Commit was called with a batch it cannot send (empty, positions
-	// not strictly increasing after from, effects the store cannot apply). Nothing was
-	// sent, unless it is a RejectedError's reason: then the store refused it.
+	// not strictly increasing after from, effects the store cannot apply), or a fenced
+	// write with work it cannot send. Nothing was sent, unless it is a RejectedError's
+	// reason: then the store refused it.
 	ErrInvalidBatch = errors.New("listener: invalid batch")
+	// ErrBodyFailed: the Lua body of a fenced write (RedisFence.Eval) passed the fence
+	// and raised an error. What it wrote before the error is applied, under its token.
+	ErrBodyFailed = errors.New("listener: fenced body failed")
 	// ErrInvalidConfig is wrapped by the errors of the constructors for a bad
 	// configuration.
 	ErrInvalidConfig = errors.New("listener: invalid config")
 )
 
-// RejectedError is the error of a commit the store rejected. It unwraps to ErrStaleToken,
+// RejectedError is the error of a commit or fenced write the store rejected. It unwraps to ErrStaleToken,
 // ErrCursorConflict or (a commit the store found malformed) ErrInvalidBatch and carries
 // what the store held at the time.
 type RejectedError struct {
 	Reason       error  // ErrStaleToken, ErrCursorConflict or ErrInvalidBatch
 	Op           string // operation id of the commit
 	Token        int64  // the writer's token
-	From, To     int64  // the cursor move the writer asked for
+	From, To     int64  // the cursor move the writer asked for (0, 0: a write that moves none)
 	StoredToken  int64  // the highest token the store had accepted
 	StoredCursor int64  // the store's cursor
 }

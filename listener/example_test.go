@@ -73,3 +73,36 @@ func ExampleRedisStore() {
 	// true
 	// map[apple:3 pear:1]
 }
+
+// ExampleRedisFence shows fenced work that is not a feed: a nightly payout job writes
+// only under its term's token (election.Term.Token), with a closed set of writes or a Lua
+// body of its own. A paused leader of an older term that wakes up is refused, whole.
+func ExampleRedisFence() {
+	client := listener.NewRedisClient(redisAddr) // MaxRetries: -1
+	defer client.Close()
+	fence, err := listener.NewRedisFence(client, listener.FenceConfig{Name: "payouts", Node: "n1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	const token = 7 // the term's
+	err = fence.Write(ctx, token, listener.HIncrBy("paid", "acct-1", 100), listener.HSet("owed", "acct-2", "250"))
+	fmt.Println(err)
+	// A body: pay only what is still owed, in the same atomic step as the token check.
+	n, err := fence.Eval(ctx, token, `
+local owed = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if owed <= 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], 0)
+return redis.call('HINCRBY', KEYS[2], ARGV[1], owed)`, []string{"owed", "paid"}, "acct-2")
+	fmt.Println(n, err)
+
+	err = fence.Write(ctx, token-1, listener.HIncrBy("paid", "acct-1", 100))
+	fmt.Println(errors.Is(err, listener.ErrStaleToken))
+	fmt.Println(client.HGetAll(ctx, "{payouts}:paid").Val())
+	// Output:
+	// <nil>
+	// 250 <nil>
+	// true
+	// map[acct-1:100 acct-2:250]
+}

@@ -7,6 +7,7 @@ type OpKind string
 const (
 	OpLoad   OpKind = "load"
 	OpCommit OpKind = "commit"
+	OpWrite  OpKind = "write" // a fenced write that moves no cursor
 )
 
 // Op is one store request.
@@ -15,7 +16,7 @@ type Op struct {
 	ID   string
 	Kind OpKind
 	// Token, From, To and Events describe a commit: the writer's token, the cursor move
-	// it asks for and the number of events in its batch.
+	// it asks for and the number of events in its batch. A write has only Token.
 	Token, From, To int64
 	Events          int
 }
@@ -23,8 +24,8 @@ type Op struct {
 // Result is what became of a recorded request.
 type Result struct {
 	// Outcome is OutcomeOK, a rejection (OutcomeStaleToken, OutcomeCursorConflict,
-	// OutcomeBadArgument: certainly not applied) or OutcomeUnknown (no answer: a commit
-	// may have been applied).
+	// OutcomeBadArgument: certainly not applied), OutcomeBodyError (a fenced body failed
+	// after the fence) or OutcomeUnknown (no answer: a commit may have been applied).
 	Outcome Outcome
 	// Cursor and Token are what an OK load read.
 	Cursor, Token int64

@@ -43,11 +43,11 @@ func TestNewRedisStoreValidates(t *testing.T) {
 		t.Errorf("nil client: err %v, want ErrInvalidConfig", err)
 	}
 	s, err := NewRedisStore(c, cfg{Node: "n1"})
-	if err != nil || s.maxLen != DefaultAuditMaxLen || s.timeout != DefaultStoreTimeout {
-		t.Errorf("valid config: %v; defaults max len %d, timeout %v", err, s.maxLen, s.timeout)
+	if err != nil || s.fence.maxLen != DefaultAuditMaxLen || s.fence.timeout != DefaultStoreTimeout {
+		t.Errorf("valid config: %v; defaults max len %d, timeout %v", err, s.fence.maxLen, s.fence.timeout)
 	}
-	if s, err := NewRedisStore(c, cfg{Node: "n1", AuditMaxLen: AuditUnbounded}); err != nil || s.maxLen != 0 {
-		t.Errorf("unbounded audit: %v, max len %d", err, s.maxLen)
+	if s, err := NewRedisStore(c, cfg{Node: "n1", AuditMaxLen: AuditUnbounded}); err != nil || s.fence.maxLen != 0 {
+		t.Errorf("unbounded audit: %v, max len %d", err, s.fence.maxLen)
 	}
 }
 

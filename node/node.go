@@ -181,7 +181,11 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Any("redis_cluster", cfg.RedisTarget.Cluster),
 		slog.Int("redis_wait", cfg.RedisTarget.Wait))
 
-	stores, closeStores, err := makeStores(ctx, cfg, client, rec, logger)
+	lmetrics, err := listener.NewPrometheusMetrics(reg, nil)
+	if err != nil {
+		return err
+	}
+	stores, closeStores, err := makeStores(ctx, cfg, client, rec, lmetrics, logger)
 	if err != nil {
 		return err
 	}
@@ -205,10 +209,6 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	}
 	tracked := &trackingStore{Store: store, st: st}
 	src, err := ledger.NewHTTPSource(ledger.HTTPSourceConfig{BaseURL: cfg.Source})
-	if err != nil {
-		return err
-	}
-	lmetrics, err := listener.NewPrometheusMetrics(reg)
 	if err != nil {
 		return err
 	}

@@ -89,10 +89,13 @@ type storeMaker func(id string) (listener.Store[source.Event], error)
 
 // makeStores opens the node's store backend and returns its store maker and what closes
 // the backend. Redis needs nothing more than the node's client.
-func makeStores(ctx context.Context, cfg Config, client redis.UniversalClient, rec *history.Recorder, logger *slog.Logger) (storeMaker, func(), error) {
+// Every store counts its fence's rejections in metrics.
+func makeStores(ctx context.Context, cfg Config, client redis.UniversalClient, rec *history.Recorder, metrics listener.FenceMetrics, logger *slog.Logger) (storeMaker, func(), error) {
 	if cfg.Store != StorePostgres {
 		return func(id string) (listener.Store[source.Event], error) {
-			return targetStore(cfg, client, storeConfig(cfg, id, rec))
+			sc := storeConfig(cfg, id, rec)
+			sc.Metrics = metrics
+			return targetStore(cfg, client, sc)
 		}, func() {}, nil
 	}
 	pool, err := openPostgres(ctx, cfg, logger)
@@ -100,6 +103,8 @@ func makeStores(ctx context.Context, cfg Config, client redis.UniversalClient, r
 		return nil, nil, err
 	}
 	return func(id string) (listener.Store[source.Event], error) {
-		return newPgStore(cfg.Variant, pool, pgConfig(cfg, id, rec))
+		pc := pgConfig(cfg, id, rec)
+		pc.Metrics = metrics
+		return newPgStore(cfg.Variant, pool, pc)
 	}, pool.Close, nil
 }

@@ -170,13 +170,13 @@ func Plain(client redis.UniversalClient, cfg listener.RedisConfig[source.Event])
 // differ from it in exactly one place (a test makes sure the replacement happened).
 const referenceCheck = `if cmpint(ARGV[3], stored) < 0 then
   result = 'stale-token'
-elseif cmpint(ARGV[4], cursor) ~= 0 then
+elseif moves and cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`
 
 var (
 	unfencedScript     = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `-- no check: whoever writes last wins`, 1)
-	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[4], cursor) ~= 0 then
+	noTokenCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if moves and cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`, 1)
 	noCursorCheckScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if cmpint(ARGV[3], stored) < 0 then
@@ -184,7 +184,7 @@ end`, 1)
 end`, 1)
 	stringCompareScript = strings.Replace(listener.CommitScriptForChaos, referenceCheck, `if ARGV[3] < stored then
   result = 'stale-token'
-elseif cmpint(ARGV[4], cursor) ~= 0 then
+elseif moves and cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end`, 1)
 )

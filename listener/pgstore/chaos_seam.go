@@ -16,9 +16,9 @@ import (
 // variant cannot silently run the real fence. It is for self-validation only: what it
 // installs is broken on purpose.
 func ReplaceInFenceForChaos[E interface{ Position() int64 }](s *Store[E], old, replacement string) error {
-	if !strings.Contains(s.fence, old) {
-		return fmt.Errorf("pgstore: the fence %q does not contain %q", s.fence, old)
+	if !strings.Contains(s.fence.fence, old) {
+		return fmt.Errorf("pgstore: the fence %q does not contain %q", s.fence.fence, old)
 	}
-	s.fence = strings.Replace(s.fence, old, replacement, 1)
+	s.fence.fence = strings.Replace(s.fence.fence, old, replacement, 1)
 	return nil
 }

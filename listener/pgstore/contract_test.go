@@ -44,7 +44,8 @@ ON CONFLICT (account) DO UPDATE SET amount = `+credits+`.amount + excluded.amoun
 	}
 }
 
-// TestStoreContract runs the store contract against Store on a real PostgreSQL.
+// TestStoreContract runs the store contract against Store on a real PostgreSQL, and the
+// work contract against Fence.Do.
 func TestStoreContract(t *testing.T) {
 	pool := newPool(t)
 	ctx := context.Background()
@@ -84,6 +85,22 @@ CREATE TABLE `+applied+` (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, p
 					if err := tx.Commit(ctx); err != nil {
 						t.Fatal(err)
 					}
+				}
+			},
+			NewWork: func(t *testing.T, node string, timeout time.Duration, rec listener.Recorder) storetest.Work {
+				f, err := pgstore.NewFence(pool, pgstore.FenceConfig{Name: name, Node: node, Timeout: timeout, Recorder: rec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Setup(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return func(ctx context.Context, token int64, account string, amount int64) error {
+					return f.Do(ctx, token, func(ctx context.Context, tx pgx.Tx) error {
+						_, err := tx.Exec(ctx, `INSERT INTO `+credits+` (account, amount) VALUES ($1, $2)
+ON CONFLICT (account) DO UPDATE SET amount = `+credits+`.amount + excluded.amount`, account, amount)
+						return err
+					})
 				}
 			},
 		}

@@ -1,6 +1,6 @@
-// Package pgstore is a fenced listener.Store in PostgreSQL: the cursor, the highest
-// accepted fencing token and a batch's effects are written in one transaction, and the
-// token is checked by the database.
+// Package pgstore is a fenced listener.Store, and a fence for any SQL work (Fence), in
+// PostgreSQL: the cursor, the highest accepted fencing token and a batch's effects are
+// written in one transaction, and the token is checked by the database.
 //
 // # Layout
 //
@@ -54,6 +54,16 @@
 // rejected with listener.ErrInvalidBatch (audited as bad-argument in a transaction of its
 // own), except a serialization failure or deadlock, whose outcome is reported as unknown
 // so that the listener reloads and tries again.
+//
+// # Work that is not a feed's
+//
+// Fence.Do runs your function in the same kind of transaction, after
+//
+//	UPDATE fenceline_cursor SET token = $token WHERE name = $name AND token <= $token
+//
+// has passed: the same row, lock and audit as the commits (from_cursor and to_cursor are
+// 0), so a feed's commits and other fenced work of one name fence each other out. Store
+// is a Fence whose commits also move the cursor (Store.Fence returns it).
 //
 // # What it does not guarantee
 //

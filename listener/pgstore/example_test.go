@@ -94,3 +94,45 @@ func ExampleStore() {
 	// true
 	// 3 11749
 }
+
+// ExampleFence runs a job's SQL fenced by its term's token (election.Term.Token): the
+// function runs in the transaction after the fence row's UPDATE … WHERE token <= $token,
+// and a writer whose token is stale runs nothing.
+func ExampleFence() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
+	fence, err := pgstore.NewFence(pool, pgstore.FenceConfig{Name: "invoices", Node: "n1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := fence.Setup(ctx); err != nil { // the fence and audit tables
+		fmt.Println(err)
+		return
+	}
+	issue := func(token int64, invoice string) error {
+		return fence.Do(ctx, token, func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO issued VALUES ($1)`, invoice)
+			return err
+		})
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE issued (invoice text PRIMARY KEY)`); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(issue(7, "2026-12"))
+	// A paused leader of an older term wakes up: refused, nothing inserted.
+	fmt.Println(errors.Is(issue(6, "2026-12-again"), listener.ErrStaleToken))
+	var n int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM issued`).Scan(&n)
+	fmt.Println(n)
+	// Output:
+	// <nil>
+	// true
+	// 1
+}

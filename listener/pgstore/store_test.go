@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -108,5 +110,41 @@ func TestAuditMaxLen(t *testing.T) {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM fenceline_audit WHERE name = $1`, name).Scan(&n); err != nil || n < tc.min || n > tc.max {
 			t.Errorf("max len %d: %d rows after %d commits (%v), want %d..%d", tc.maxLen, n, commits, err, tc.min, tc.max)
 		}
+	}
+}
+
+// fenceCounts records what a store tells its FenceMetrics.
+type fenceCounts struct {
+	mu sync.Mutex
+	n  map[listener.Outcome]int
+}
+
+func (m *fenceCounts) ObserveFenced(o listener.Outcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n[o]++
+}
+
+// The store counts what its fence rejects, commits and work alike.
+func TestFenceCountsRejections(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t)
+	m := &fenceCounts{n: map[listener.Outcome]int{}}
+	s, err := pgstore.NewStore(pool, pgstore.Config[storetest.Event]{Name: "counts", Node: "n1", Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, 5, 0, storetest.Events(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Commit(ctx, 4, 2, storetest.Events(2, 3))
+	_ = s.Fence().Do(ctx, 3, nil)
+	_ = s.Commit(ctx, 5, 0, storetest.Events(0, 1))
+	want := map[listener.Outcome]int{listener.OutcomeOK: 1, listener.OutcomeStaleToken: 2, listener.OutcomeCursorConflict: 1}
+	if !maps.Equal(m.n, want) {
+		t.Errorf("observed %v, want %v", m.n, want)
 	}
 }

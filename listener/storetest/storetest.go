@@ -1,6 +1,8 @@
-// Package storetest is the contract every listener.Store must meet, as a test suite: run
-// it against a real backend with Run. fenceline runs it against RedisStore and
-// pgstore.Store; a store of your own can run it too.
+// Package storetest is the contract every listener.Store must meet, and its fenced-write
+// primitive with it, as a test suite: run it against a real backend with Run (RunWork for
+// the primitive alone). fenceline runs it against RedisStore with RedisFence (its writes
+// and its Lua bodies) and pgstore.Store with pgstore.Fence; a store of your own can run
+// it too.
 //
 // The suite's event (Event) credits an amount to an account and is appended to a list of
 // applied positions, so that the suite can tell a batch applied once from one applied
@@ -65,12 +67,17 @@ type Backend struct {
 	NewStore func(t *testing.T, node string, timeout time.Duration, rec listener.Recorder) listener.Store[Event]
 	// State reads the backend's state, bypassing the stores.
 	State func(t *testing.T) State
-	// Stall makes the backend hold every commit (queue it, without answering) until
-	// resume is called.
+	// Stall makes the backend hold every commit and write (queue it, without answering)
+	// until resume is called.
 	Stall func(t *testing.T) (resume func())
+	// NewWork returns node's Work on the backend, through its fenced-write primitive,
+	// with NewStore's timeout and recorder, on the fence its stores commit through. Nil:
+	// Run skips the work contract (RunWork).
+	NewWork func(t *testing.T, node string, timeout time.Duration, rec listener.Recorder) Work
 }
 
-// Run runs the contract against backends made by newBackend, one per subtest.
+// Run runs the contract against backends made by newBackend, one per subtest: a feed's
+// commits, and fenced work that moves no cursor (RunWork) if the backend has NewWork.
 func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("RoundTrip", func(t *testing.T) { roundTrip(t, newBackend(t)) })
 	t.Run("StaleTokenRejected", func(t *testing.T) { staleToken(t, newBackend(t)) })
@@ -78,6 +85,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("InvalidBatchSendsNothing", func(t *testing.T) { invalidBatch(t, newBackend(t)) })
 	t.Run("UnknownOutcomeResolvedByAudit", func(t *testing.T) { unknownOutcome(t, newBackend(t)) })
 	t.Run("EffectsExactlyOnce", func(t *testing.T) { exactlyOnce(t, newBackend(t)) })
+	if newBackend(t).NewWork != nil {
+		RunWork(t, newBackend)
+	}
 }
 
 // wantEffects checks that the effects are exactly those of events 1..cursor, once each.
