@@ -253,24 +253,31 @@ class Node {
 
   stop() {
     this.stopping = true;
+    clearTimeout(this.resubscribe);
     this.wake();
   }
 
   // subscribe keeps a second connection subscribed to the release notice. It records
-  // nothing, and node-redis reconnects and resubscribes it on its own. It does not block:
-  // while Redis cannot be reached, connect retries in the background.
-  async subscribe() {
-    this.sub = redis.createClient({
+  // nothing and does not block. A connection that breaks or cannot be made is replaced by
+  // a new client a moment later, never reconnected by node-redis: 4.x's own resubscribe
+  // after a reconnect can crash the process on a later reply (redis/node-redis#2876;
+  // seen here after Redis restarts). Until it is back, a standby polls.
+  subscribe() {
+    const sub = redis.createClient({
       socket: { host: this.host, port: this.port, connectTimeout: this.ttl * 1000 / 4,
-        reconnectStrategy: retries => Math.min(50 * (retries + 1), 500) },
+        reconnectStrategy: () => new Error('node-listener: the listener reconnects itself') },
     });
-    this.sub.on('error', () => {}); // it reconnects; until then the standby polls
-    try {
-      await this.sub.connect();
-      await this.sub.subscribe(this.keys.released, () => { if (!this.token) this.wake(); });
-    } catch {
-      // Redis is down at start: connect's retries continue, and subscribe is queued then.
-    }
+    let broken = false;
+    const again = () => {
+      if (broken) return;
+      broken = true;
+      sub.disconnect().catch(() => {});
+      if (!this.stopping) this.resubscribe = setTimeout(() => this.subscribe(), 100);
+    };
+    sub.on('error', again);
+    sub.connect()
+      .then(() => sub.subscribe(this.keys.released, () => { if (!this.token) this.wake(); }))
+      .catch(again);
   }
 
   async run() {
@@ -386,7 +393,7 @@ async function main() {
   process.on('SIGTERM', () => node.stop());
   process.on('SIGINT', () => node.stop());
   const srv = await serve(node, process.env.FENCELINE_CONTROL, process.env.FENCELINE_ADDR_FILE);
-  node.subscribe(); // not awaited: a standby polls until the notice comes through
+  node.subscribe();
   await node.run();
   // Every invoke has its completion by now; what is left open needs no goodbye.
   fs.closeSync(node.hist);
