@@ -48,6 +48,9 @@ check-test-deps: check-deps check-postgres
 	@$(call need,xmllint,libxml2-utils)
 	@# redis-py for the example Python node (docs/node-protocol.md), which the tests run.
 	@dpkg -s python3-redis >/dev/null 2>&1 || $(call need,python3-redis-for-examples/python-node,python3-redis)
+	@# Node.js and Debian's node-redis for the example Node.js listener (examples/node-listener).
+	@$(call need,node,nodejs)
+	@dpkg -s node-redis >/dev/null 2>&1 || $(call need,node-redis-for-examples/node-listener,node-redis)
 
 # check-postgres: the PostgreSQL server binaries live outside PATH (Debian's
 # /usr/lib/postgresql/VERSION/bin), so they are looked for there.

@@ -4,8 +4,8 @@
 It elects a leader with the reference's Redis keys and Lua (SET NX PX + INCR, renew and
 release only while the lock holds our value), keeps a local lease deadline on its own
 clock, and commits each batch with one Lua script that rejects a token older than the
-stored one. --unfenced drops that check: its broken twin, which the harness must catch.
-Needs redis-py (Debian: python3-redis).
+stored one (the scripts are examples/lua/*.lua). --unfenced drops that check: its broken
+twin, which the harness must catch. Needs redis-py (Debian: python3-redis).
 """
 import json, os, secrets, signal, sys, threading, time, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,40 +13,17 @@ from urllib.parse import parse_qs, urlparse
 
 import redis
 
-ACQUIRE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local t = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', t), 'PX', ARGV[2])
-return t"""
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0"""
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1]); redis.call('PUBLISH', KEYS[2], ARGV[1]); return 1
-end
-return 0"""
-# KEYS: cursor, balances, sink, audit. ARGV: op, node, token, from, to, fenced, then
-# id, from account, to account, amount per event. Every attempt is audited.
-COMMIT = """
-local rec = redis.call('HMGET', KEYS[1], 'cursor', 'token')
-local cursor, stored = rec[1] or '0', rec[2] or '0'
-local result = 'ok'
-if ARGV[6] == '1' then
-  if tonumber(ARGV[3]) < tonumber(stored) then result = 'stale-token'
-  elseif tonumber(ARGV[4]) ~= tonumber(cursor) then result = 'cursor-conflict' end
-end
-local t = redis.call('TIME')
-redis.call('XADD', KEYS[4], '*', 'op', ARGV[1], 'node', ARGV[2], 'token', ARGV[3], 'from', ARGV[4],
-  'to', ARGV[5], 'result', result, 'time', t[1] .. string.format('%06d', tonumber(t[2])))
-if result ~= 'ok' then return {result, cursor, stored} end
-for i = 7, #ARGV, 4 do
-  redis.call('HINCRBY', KEYS[2], ARGV[i + 1], '-' .. ARGV[i + 3])
-  redis.call('HINCRBY', KEYS[2], ARGV[i + 2], ARGV[i + 3])
-  redis.call('RPUSH', KEYS[3], ARGV[i])
-end
-redis.call('HSET', KEYS[1], 'cursor', ARGV[5], 'token', ARGV[3])
-return {'ok', ARGV[5], ARGV[3]}"""
+# The Lua of the protocol's election and fenced commit, shared with the Node.js example
+# (examples/node-listener) so that both run the same contract.
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
+
+
+def lua(name):
+    with open(os.path.join(LUA, name + ".lua")) as f:
+        return f.read()
+
+
+ACQUIRE, RENEW, RELEASE, COMMIT = (lua(n) for n in ("acquire", "renew", "release", "commit"))
 
 
 class Clock:

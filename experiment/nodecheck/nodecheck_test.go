@@ -37,7 +37,29 @@ func python(t *testing.T) string {
 	return ""
 }
 
-// repo is the repository's root, where the example node lives.
+// nodejs returns the command that runs Node.js with Debian's node-redis: node on PATH or
+// Debian's, with NODE_PATH at /usr/share/nodejs, where Debian installs node-* packages
+// (Debian's own nodejs searches it, other builds do not). It fails the test when either
+// is missing: the Node.js listener's proof is not skipped silently.
+func nodejs(t *testing.T) string {
+	t.Helper()
+	const modules = "/usr/share/nodejs"
+	for _, p := range []string{"node", "/usr/bin/node"} {
+		bin, err := exec.LookPath(p)
+		if err != nil {
+			continue
+		}
+		probe := exec.Command(bin, "-e", "require('redis')")
+		probe.Env = append(os.Environ(), "NODE_PATH="+modules)
+		if probe.Run() == nil {
+			return "env NODE_PATH=" + modules + " " + bin
+		}
+	}
+	t.Fatal("no Node.js with node-redis: install them with 'apt-get install -y nodejs node-redis' (Debian's packages)")
+	return ""
+}
+
+// repo is the repository's root, where the example nodes live.
 func repo(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -60,6 +82,15 @@ func runCheck(t *testing.T, cmd string) (int, string, string) {
 func TestPythonNodeConforms(t *testing.T) {
 	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
 	code, out, stderr := runCheck(t, python(t)+" "+filepath.Join(repo(t), "examples", "python-node", "node.py"))
+	if code != exitcode.OK || !strings.Contains(out, "\nconforms\n") || !strings.Contains(out, "the checker finds its run valid") {
+		t.Fatalf("exit %d, want 0 and conforms:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// The example Node.js listener conforms too.
+func TestNodeListenerConforms(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	code, out, stderr := runCheck(t, nodejs(t)+" "+filepath.Join(repo(t), "examples", "node-listener", "listener.js"))
 	if code != exitcode.OK || !strings.Contains(out, "\nconforms\n") || !strings.Contains(out, "the checker finds its run valid") {
 		t.Fatalf("exit %d, want 0 and conforms:\n%s\n%s", code, out, stderr)
 	}
@@ -92,7 +123,20 @@ func TestNodeThatExitsAtOnce(t *testing.T) {
 // delays.
 func TestPythonNodeUnderChaos(t *testing.T) {
 	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
-	node := python(t) + " " + filepath.Join(repo(t), "examples", "python-node", "node.py")
+	underChaos(t, python(t)+" "+filepath.Join(repo(t), "examples", "python-node", "node.py"))
+}
+
+// Chaos runs of the Node.js listener, as of the Python node.
+func TestNodeListenerUnderChaos(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	underChaos(t, nodejs(t)+" "+filepath.Join(repo(t), "examples", "node-listener", "listener.js"))
+}
+
+// underChaos runs node (an example node's command line) under every fault, where it must
+// be valid, and node --unfenced under pauses and delays, where it must be caught writing
+// with a stale token.
+func underChaos(t *testing.T, node string) {
+	t.Helper()
 	wl, err := workloads.ByName("listener")
 	if err != nil {
 		t.Fatal(err)
