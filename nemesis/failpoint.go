@@ -50,7 +50,8 @@ type Failpoints interface {
 //     which only the cursor check refuses (no-cursor-check applies those events twice).
 //   - fp-takeover-race: every other node is armed to stall a tenth of a lease between its
 //     poll that finds the leader's presence gone and its takeover (takeover on
-//     disconnect), then the leader is killed: each standby polls every PresenceInterval
+//     disconnect), and its first renewal and first two commits half a lease, as for the
+//     release faults; then the leader is killed: each standby polls every PresenceInterval
 //     (20 ms), so all of them see the crash before the first takes over, well within the
 //     lease the dead leader left behind. The reference's takeover checks the lock again
 //     in its script, and only the first wins; non-atomic-takeover lets the second
@@ -125,11 +126,16 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 		}
 		return strings.Join(append(did, fmt.Sprintf("latency %v upstream on %s", lat, target)), ", "), nil
 	case faults.FPStallNewLeader, faults.FPTakeoverRace:
-		point, leases := failpoint.AcquireAfterWin, 1.5
+		points := []string{failpoint.AcquireAfterWin, stall(1.5)}
 		if f.kind == faults.FPTakeoverRace {
-			point, leases = failpoint.TakeoverBetweenSteps, 0.1
+			// As for the release faults, the taker's first renewal and first two commits
+			// go out half a lease late: a lease overwritten under it goes unnoticed that
+			// long, not only until its next commit meets the fence (one poll interval of
+			// the listener, 100 ms, as long as the drift margin lease-exclusion tolerates).
+			points = []string{failpoint.TakeoverBetweenSteps, stall(0.1),
+				failpoint.RenewBeforeSend, stall(0.5), failpoint.ListenerBeforeCommit, "2*" + stall(0.5)}
 		}
-		did, err := armOthers(point, stall(leases))
+		did, err := armOthers(points...)
 		if err != nil {
 			return strings.Join(did, ", "), err
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/nemesis"
 )
@@ -15,12 +16,15 @@ import (
 // runs on; a stall just after winning makes the successor's term end at once, so the
 // token moves on twice; a stopped leader's held-back release still lets a standby take
 // over; a leader whose link is slowed past its lease (fp-load-race) loses it to a
-// standby. Healing disarms, removes the latency and restarts.
+// standby; a killed leader whose standbys are held before their takeover
+// (fp-takeover-race, takeover on disconnect) is still succeeded. Healing disarms, removes
+// the latency and restarts.
 func TestFailpointFaults(t *testing.T) {
-	for _, kind := range []string{faults.FPLateRenew, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPLoadRace} {
+	for _, kind := range []string{faults.FPLateRenew, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPLoadRace, faults.FPTakeoverRace} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			c := startCluster(t, 3, false)
+			c := proc.StartT(t, backend.Spec{Nodes: 3, SourceRate: 200,
+				Node: backend.NodeOptions{LeaseTTL: lease, Batch: 10, TakeoverOnDisconnect: kind == faults.FPTakeoverRace}})
 			old, tok := leader(t, c, 0)
 			f := inject(t, c, kind, old, nemesis.Params{})
 			switch kind {
@@ -31,7 +35,7 @@ func TestFailpointFaults(t *testing.T) {
 				leader(t, c, tok, old)
 			case faults.FPStallNewLeader:
 				leader(t, c, tok+1, old)
-			case faults.FPLateRelease:
+			case faults.FPLateRelease, faults.FPTakeoverRace:
 				if c.Running(old) {
 					t.Fatalf("%s still running after the stop", old)
 				}
