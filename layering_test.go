@@ -18,6 +18,9 @@ var layers = []layer{
 	{"bottom helpers", []string{"internal/"}},
 	{"libraries", []string{"election", "listener", "listener/", "source", "workloads/ledger"}},
 	{"run format and fault names", []string{"history", "faults"}},
+	// A program a library user copies: the libraries, and the run format for its
+	// node-protocol glue; nothing of the harness.
+	{"examples", []string{"examples/"}},
 	{"verdicts", []string{"checker"}},
 	{"rendering", []string{"reports"}},
 	{"designs under test", []string{"targets", "variants", "workloads"}},
