@@ -18,13 +18,13 @@ var layers = []layer{
 	{"bottom helpers", []string{"internal/"}},
 	{"libraries", []string{"election", "listener", "listener/", "source", "workloads/ledger"}},
 	{"run format and fault names", []string{"history", "faults"}},
-	// A program a library user copies: the libraries, and the run format for its
-	// node-protocol glue; nothing of the harness.
-	{"examples", []string{"examples/"}},
 	{"verdicts", []string{"checker"}},
 	{"rendering", []string{"reports"}},
 	{"designs under test", []string{"targets", "variants", "workloads"}},
 	{"one node", []string{"node", "node/"}},
+	// A program a library user copies, on the libraries; its node-protocol glue uses the
+	// run format and the node's skewable clock, nothing that drives a run.
+	{"examples", []string{"examples/"}},
 	{"images", []string{"docker"}},
 	{"backend interface and Redis topologies", []string{"backend"}},
 	{"backends", []string{"backend/"}},

@@ -7,9 +7,9 @@
 // to a ledger in Redis, in one fenced step with the feed's cursor. Replace job with your
 // own work and keep the rest.
 //
-// This file and job.go are the part to copy. protocol.go and unfenced.go exist so that
-// fenceline's chaos harness can run and judge the program (docs/node-protocol.md); a
-// service of your own drops them. See README.md.
+// This file and job.go are the part to copy. protocol.go, chaos_on.go and chaos_off.go
+// exist so that fenceline's chaos harness can run, break and judge the program
+// (docs/node-protocol.md); a service of your own drops them. See README.md.
 package main
 
 import (
@@ -43,7 +43,7 @@ type options struct {
 	listen   string        // where /healthz and /metrics are served
 	lease    time.Duration // the lease's TTL
 	batch    int           // events per fenced commit
-	unfenced bool          // the broken twin: writes without the fence (unfenced.go)
+	unfenced bool          // the broken twin: writes without the fence (chaos_on.go)
 }
 
 func main() {
@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` of /healthz and /metrics")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "the lease's TTL, a whole number of milliseconds")
 	flag.IntVar(&o.batch, "batch", 100, "events per fenced commit")
-	flag.BoolVar(&o.unfenced, "unfenced", false, "write WITHOUT the fence: the broken twin the chaos harness must catch")
+	addChaosFlags(&o) // --unfenced, in a chaos build only
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -104,11 +104,7 @@ func run(ctx context.Context, o options, h *harness, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	var st listener.Store[source.Event] = store
-	if o.unfenced {
-		st = h.unfencedStore(client, store, o)
-	}
-	work, err := newJob(st, o, logger, lmetrics)
+	work, err := newJob(h.store(client, store, o), o, logger, lmetrics)
 	if err != nil {
 		return err
 	}

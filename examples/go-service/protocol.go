@@ -27,6 +27,7 @@ type harness struct {
 	addrFile string
 	file     *os.File
 	rec      *history.Recorder
+	hooks    faultHooks
 	boot     string
 	seq      atomic.Int64
 	// what /status reports besides the election's view
@@ -64,21 +65,24 @@ func fromHarness(o *options) (*harness, error) {
 	_, _ = rand.Read(b[:])
 	// boot keeps the election's operation ids unique across restarts of the node.
 	return &harness{id: id, addrFile: os.Getenv("FENCELINE_ADDR_FILE"), file: f, rec: history.NewRecorder(f),
-		boot: hex.EncodeToString(b[:])}, nil
+		hooks: newFaultHooks(), boot: hex.EncodeToString(b[:])}, nil
 }
 
-// configure records the election's steps and the store's requests in the history, and
-// keeps the whole audit (the checker resolves unknown outcomes from it).
+// configure records the election's steps and the store's requests in the history and
+// keeps the whole audit (the checker resolves unknown outcomes from it); in a chaos
+// build, it runs the lease on the clock that the clock fault skews.
 func (h *harness) configure(ec *election.Config, sc *listener.RedisConfig[source.Event]) {
 	if h == nil {
 		return
 	}
+	h.hooks.configure(ec)
 	ec.Recorder = electionRecorder{h}
 	sc.Recorder = storeRecorder{h}
 	sc.AuditMaxLen = listener.AuditUnbounded
 }
 
-// handle adds the control endpoint's /health and /status.
+// handle adds the control endpoint's /health and /status, and in a chaos build the clock
+// fault's hook.
 func (h *harness) handle(mux *http.ServeMux, el *election.Elector) {
 	if h == nil {
 		return
@@ -90,6 +94,7 @@ func (h *harness) handle(mux *http.ServeMux, el *election.Elector) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": h.id, "role": s.Role, "token": s.Token,
 			"leader": s.Leader, "cursor": h.cursor.Load(), "commits": h.commits.Load(), "rejected": h.rejected.Load()})
 	})
+	h.hooks.handle(mux)
 }
 
 // announce writes the control address to FENCELINE_ADDR_FILE, atomically: a reader never

@@ -1,20 +1,67 @@
+//go:build chaos
+
 package main
 
-// The broken twin (--unfenced): commits without the fence, so that the chaos harness can
-// show it catches a service that skips it. Never copy this file.
+// What exists only for the chaos harness to break and probe the service (go build -tags
+// chaos): the clock fault's hook, and the broken twin, --unfenced, which commits without
+// the fence so that the harness can show it catches a service that skips it. Never copy
+// this file.
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/listener"
+	"github.com/fenceline/fenceline/node/skewclock"
 	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/workloads/ledger"
 )
+
+func addChaosFlags(o *options) {
+	flag.BoolVar(&o.unfenced, "unfenced", false, "write WITHOUT the fence: the broken twin the chaos harness must catch")
+}
+
+// faultHooks is the lease's clock, which POST /fault/clock jumps and skews.
+type faultHooks struct{ clock *skewclock.Clock }
+
+func newFaultHooks() faultHooks { return faultHooks{skewclock.New()} }
+
+func (f faultHooks) configure(ec *election.Config) { ec.Clock = f.clock }
+
+func (f faultHooks) handle(mux *http.ServeMux) {
+	mux.HandleFunc("POST /fault/clock", func(w http.ResponseWriter, r *http.Request) {
+		offset, err := time.ParseDuration(r.URL.Query().Get("offset"))
+		if err != nil {
+			http.Error(w, "offset: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		rate, err := strconv.ParseFloat(r.URL.Query().Get("rate"), 64)
+		if err == nil {
+			err = f.clock.SetRate(rate)
+		}
+		if err != nil {
+			http.Error(w, "rate: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		f.clock.SetOffset(offset)
+		fmt.Fprintf(w, "{\"offset\":%q,\"rate\":%g}\n", offset, rate)
+	})
+}
+
+// store is the fenced store, or with --unfenced the twin's.
+func (h *harness) store(client redis.UniversalClient, fenced listener.Store[source.Event], o options) listener.Store[source.Event] {
+	if !o.unfenced {
+		return fenced
+	}
+	return h.unfencedStore(client, fenced, o)
+}
 
 // unfencedCommit applies a page and moves the cursor whatever the stored token and
 // cursor are, and audits the attempt as the fenced store does. KEYS: cursor, balances,
@@ -76,4 +123,3 @@ func (s *unfencedStore) Commit(ctx context.Context, token, from int64, batch []s
 	complete(listener.Result{Outcome: listener.OutcomeOK})
 	return nil
 }
-
