@@ -22,6 +22,9 @@ var layers = []layer{
 	{"rendering", []string{"reports"}},
 	{"designs under test", []string{"targets", "variants", "workloads"}},
 	{"one node", []string{"node", "node/"}},
+	// A program a library user copies, on the libraries; its node-protocol glue uses the
+	// run format and the node's skewable clock, nothing that drives a run.
+	{"examples", []string{"examples/"}},
 	{"images", []string{"docker"}},
 	{"backend interface and Redis topologies", []string{"backend"}},
 	{"backends", []string{"backend/"}},

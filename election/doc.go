@@ -1,6 +1,15 @@
 // Package election elects one leader among several instances with a lease in Redis, and
 // gives every term a fencing token.
 //
+// Start with a client from NewClient (it never re-sends a command) and New. Then either
+// hold the lock around a job, with Acquire (or TryAcquire) and Lock.Release, or give Run
+// a lead func that works while its term lasts. Either way, pass the token with every
+// write to a store that checks it (package listener and its fences; package
+// listener/fenced creates the elector and its store at once): the election alone cannot
+// stop a holder that lost its lease unawares, the fence can (see below). The repository's
+// examples/go-service is a service to copy: a fenced singleton job, /healthz, /metrics
+// and a handoff on SIGTERM, run valid under the chaos harness's --nemesis all.
+//
 // # Protocol
 //
 // All keys of an election share the Redis Cluster hash tag "{name}" (name defaults to

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceline/fenceline/election"
-	"github.com/fenceline/fenceline/internal/redisserver"
 )
 
 func ExampleLockKey() {
@@ -21,25 +22,43 @@ func ExampleLockKey() {
 	// {ledger}:lock node-1:7
 }
 
-// exampleClient starts a redis-server for one example, in a temporary directory, and
-// returns a client of it made as a user would (election.NewClient: MaxRetries -1); stop
-// closes the client, kills the server and removes the directory.
+// exampleClient starts a redis-server of the example's own (redis-server must be on PATH)
+// on a free loopback port, without persistence, and returns a client of it made as a
+// user would: election.NewClient, which never re-sends a command. stop closes the
+// client and kills the server.
 func exampleClient() (client *redis.Client, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	ln.Close()
 	dir, err := os.MkdirTemp("", "election-example")
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir})
-	if err != nil {
+	srv := exec.Command("redis-server", "--port", fmt.Sprint(addr.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	client = election.NewClient(srv.Addr())
-	return client, func() {
+	client = election.NewClient(addr.String())
+	stop = func() {
 		client.Close()
-		srv.Kill()
+		srv.Process.Kill()
+		srv.Wait()
 		os.RemoveAll(dir)
-	}, nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err = client.Ping(context.Background()).Err(); err == nil {
+			return client, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("redis-server on %s: %w", addr, err)
+		}
+	}
 }
 
 func ExampleElector_Run() {

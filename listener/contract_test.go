@@ -15,6 +15,12 @@ import (
 	"github.com/fenceline/fenceline/listener/storetest"
 )
 
+// redisAddr is the Redis of the contract tests: a redis-server started for this test
+// binary.
+var redisAddr string
+
+func TestMain(m *testing.M) { redisserver.Main(m, &redisAddr) }
+
 // contractEffects are storetest.Event's effects as Redis writes.
 func contractEffects(batch []storetest.Event) ([]listener.Write, error) {
 	var ws []listener.Write

@@ -4,17 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
+	"net"
+	"os"
+	"os/exec"
+	"time"
 
-	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/listener/storetest"
 )
 
-// redisAddr is the Redis the examples use: a redis-server started for this test binary.
-var redisAddr string
-
-func TestMain(m *testing.M) { redisserver.Main(m, &redisAddr) }
+// exampleClient starts a redis-server of the example's own (redis-server must be on PATH)
+// on a free loopback port, without persistence, and returns a client of it made as the
+// store needs it: listener.NewRedisClient, which never re-sends a command. stop closes
+// the client and kills the server.
+func exampleClient() (client *redis.Client, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	ln.Close()
+	dir, err := os.MkdirTemp("", "listener-example")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := exec.Command("redis-server", "--port", fmt.Sprint(addr.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := srv.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	client = listener.NewRedisClient(addr.String())
+	stop = func() {
+		client.Close()
+		srv.Process.Kill()
+		srv.Wait()
+		os.RemoveAll(dir)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err = client.Ping(context.Background()).Err(); err == nil {
+			return client, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("redis-server on %s: %w", addr, err)
+		}
+	}
+}
 
 // Sale is a user's event: a sale of Qty items of SKU, Seq-th in the shop's feed.
 type Sale struct {
@@ -30,8 +68,12 @@ func (s Sale) Position() int64 { return s.Seq }
 // effects of each batch (one HINCRBY per sale) are applied in the same fenced step as the
 // cursor: a writer whose token is stale changes nothing.
 func ExampleRedisStore() {
-	client := listener.NewRedisClient(redisAddr) // MaxRetries: -1
-	defer client.Close()
+	client, stop, err := exampleClient() // a redis-server of the example's own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
 	store, err := listener.NewRedisStore(client, listener.RedisConfig[Sale]{
 		Name: "shop", // the election's name: every key shares its hash tag, "{shop}:..."
 		Node: "n1",
@@ -78,8 +120,12 @@ func ExampleRedisStore() {
 // only under its term's token (election.Term.Token), with a closed set of writes or a Lua
 // body of its own. A paused leader of an older term that wakes up is refused, whole.
 func ExampleRedisFence() {
-	client := listener.NewRedisClient(redisAddr) // MaxRetries: -1
-	defer client.Close()
+	client, stop, err := exampleClient() // a redis-server of the example's own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
 	fence, err := listener.NewRedisFence(client, listener.FenceConfig{Name: "payouts", Node: "n1"})
 	if err != nil {
 		fmt.Println(err)

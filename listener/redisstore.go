@@ -41,7 +41,7 @@ type RedisConfig[E Event] struct {
 const (
 	DefaultStoreTimeout = 2 * time.Second
 	// DefaultAuditMaxLen keeps about the last 100,000 attempts: about 7.5 MB of Redis
-	// memory (README, "Audit retention").
+	// memory (docs/library.md, "Audit retention").
 	DefaultAuditMaxLen = 100_000
 	// AuditUnbounded, as RedisConfig.AuditMaxLen, never trims the audit.
 	AuditUnbounded = -1

@@ -123,19 +123,33 @@ func TestNodeThatExitsAtOnce(t *testing.T) {
 // delays.
 func TestPythonNodeUnderChaos(t *testing.T) {
 	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
-	underChaos(t, python(t)+" "+filepath.Join(repo(t), "examples", "python-node", "node.py"))
+	runChaos(t, python(t)+" "+filepath.Join(repo(t), "examples", "python-node", "node.py"), fencedAndTwin)
 }
 
 // Chaos runs of the Node.js listener, as of the Python node.
 func TestNodeListenerUnderChaos(t *testing.T) {
 	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
-	underChaos(t, nodejs(t)+" "+filepath.Join(repo(t), "examples", "node-listener", "listener.js"))
+	runChaos(t, nodejs(t)+" "+filepath.Join(repo(t), "examples", "node-listener", "listener.js"), fencedAndTwin)
 }
 
-// underChaos runs node (an example node's command line) under every fault, where it must
-// be valid, and node --unfenced under pauses and delays, where it must be caught writing
-// with a stale token.
-func underChaos(t *testing.T, node string) {
+// fencedAndTwin are an example node's chaos runs: the fenced node valid under every fault,
+// its --unfenced twin caught under pauses and delays.
+var fencedAndTwin = []chaosCase{
+	{"fenced", "", nil, checker.Valid},
+	{"unfenced", " --unfenced", []string{"pause", "delay"}, checker.Invalid},
+}
+
+// chaosCase is a chaos run of a node: its flag, its faults (nil: all) and the verdict it
+// must get.
+type chaosCase struct {
+	name, flag string
+	faults     []string
+	want       checker.Verdict
+}
+
+// runChaos makes a 40 s chaos run of node for each case, in parallel, seed 3, and checks
+// its verdict and exit code; an invalid one must fail no-stale-write.
+func runChaos(t *testing.T, node string, cases []chaosCase) {
 	t.Helper()
 	wl, err := workloads.ByName("listener")
 	if err != nil {
@@ -145,18 +159,14 @@ func underChaos(t *testing.T, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name, flag string
-		faults     []string
-		duration   time.Duration
-		want       checker.Verdict
-	}{
-		{"fenced", "", all, 40 * time.Second, checker.Valid},
-		{"unfenced", " --unfenced", []string{"pause", "delay"}, 40 * time.Second, checker.Invalid},
-	} {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := chaosrun.Spec{Cmd: "chaos", Duration: tc.duration, Nodes: 3, Nemeses: tc.faults, Seed: 3,
+			nemeses := tc.faults
+			if nemeses == nil {
+				nemeses = all
+			}
+			s := chaosrun.Spec{Cmd: "chaos", Duration: 40 * time.Second, Nodes: 3, Nemeses: nemeses, Seed: 3,
 				Workload: wl, Backend: "local", LeaseTTL: 2 * time.Second, Variant: "reference",
 				NodeCmd: node + tc.flag, Out: t.TempDir(), Binary: testbin.Fenceline(t), Quiet: true}
 			if err := s.Prepare(); err != nil {
@@ -174,4 +184,35 @@ func underChaos(t *testing.T, node string) {
 			}
 		})
 	}
+}
+
+// goService builds examples/go-service, the library's Go service, in a chaos build (its
+// clock hook and --unfenced), and returns its path.
+func goService(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "go-service")
+	cmd := exec.Command("go", "build", "-tags", "chaos", "-o", bin, "./examples/go-service")
+	cmd.Dir = repo(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/go-service: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The Go service conforms: it leads, commits, records every operation whole and its run
+// is valid.
+func TestGoServiceConforms(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	code, out, stderr := runCheck(t, goService(t))
+	if code != exitcode.OK || !strings.Contains(out, "\nconforms\n") || !strings.Contains(out, "the checker finds its run valid") {
+		t.Fatalf("exit %d, want 0 and conforms:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// Chaos runs of the Go service: valid under every fault of `make chaos` (`--nemesis all`;
+// it serves the clock hook, not /failpoint), and its --unfenced twin is caught under
+// pauses and delays.
+func TestGoServiceUnderChaos(t *testing.T) {
+	t.Parallel() // each runs its own Redis, toxiproxy and source on free ports
+	runChaos(t, goService(t), fencedAndTwin)
 }

@@ -3,17 +3,29 @@
 // PostgreSQL fence row) and its InstanceID is the store's Node (the audit's writer).
 //
 // Each constructor returns the elector (package election) and the store, both on the
-// same Redis client. Run the elector; in a term, pass the term's token to every write:
+// same Redis client. Hold the lock (or run the elector) and pass its token to every
+// write:
 //
 //	el, fence, err := fenced.Redis(client, election.Config{Name: "payments", InstanceID: host}, listener.FenceConfig{})
 //	...
-//	err = el.Run(ctx, func(ctx context.Context, t election.Term) {
-//		err := fence.Write(ctx, t.Token, listener.HIncrBy("balances", "acct-1", 100))
-//		...
-//	})
+//	lock, err := el.Acquire(ctx)
+//	...
+//	err = fence.Write(lock.Context(), lock.Token(), listener.HIncrBy("balances", "acct-1", 100))
+//	...
+//	err = lock.Release(ctx)
+//
+// or, with Run, fence.Write(ctx, t.Token, ...) in the lead func of each term.
 //
 // The store config's Name and Node must be left empty, or be the election's: a mismatch
 // is an error (wrapping listener.ErrInvalidConfig), never silently a second fence.
+//
+// What it guarantees is the two packages' guarantees together: every write that carries
+// a term's token is applied only if no write with a higher token has been, so a holder
+// that lost the lease without noticing (paused, partitioned, its clock slow) writes
+// nothing once its successor has. It adds no guarantee of its own and does not make the
+// election exclusive: two instances may each believe they hold the lock for a while,
+// and only what goes through the store is protected. The repository's
+// examples/go-service is a whole service built this way.
 package fenced
 
 import (

@@ -4,22 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/listener"
 	"github.com/fenceline/fenceline/listener/pgstore"
 	"github.com/fenceline/fenceline/listener/storetest"
 )
-
-// pgURL is the PostgreSQL the tests and examples use: a server started for this test
-// binary.
-var pgURL string
-
-func TestMain(m *testing.M) { pgserver.Main(m, &pgURL) }
 
 // Refund is a user's event: an order refunded, Seq-th in the payment provider's feed.
 type Refund struct {
@@ -31,7 +23,8 @@ type Refund struct {
 // Position is the refund's place in the feed: listener.Event.
 func (r Refund) Position() int64 { return r.Seq }
 
-// ExampleStore records refunds in the service's own PostgreSQL database. Each batch's
+// ExampleStore records refunds in the service's own PostgreSQL database (pgURL: here a
+// server that the package's tests start, in a service its own database's URL). Each batch's
 // rows are inserted on the transaction that moves the cursor, after the fence: a writer
 // whose token is stale inserts nothing.
 func ExampleStore() {
@@ -95,9 +88,10 @@ func ExampleStore() {
 	// 3 11749
 }
 
-// ExampleFence runs a job's SQL fenced by its term's token (election.Term.Token): the
-// function runs in the transaction after the fence row's UPDATE … WHERE token <= $token,
-// and a writer whose token is stale runs nothing.
+// ExampleFence runs a job's SQL fenced by its term's token (election.Term.Token), in the
+// service's own PostgreSQL database (pgURL, as in ExampleStore): the function runs in
+// the transaction after the fence row's UPDATE … WHERE token <= $token, and a writer
+// whose token is stale runs nothing.
 func ExampleFence() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgURL)

@@ -46,7 +46,7 @@ const (
 	DefaultCursorTable = "fenceline_cursor"
 	DefaultAuditTable  = "fenceline_audit"
 	// DefaultAuditMaxLen keeps about the last 100,000 attempts: about 15 MB of table
-	// and index (README, "Audit retention").
+	// and index (docs/library.md, "Audit retention").
 	DefaultAuditMaxLen = 100_000
 	// AuditUnbounded, as Config.AuditMaxLen, never deletes an audit row.
 	AuditUnbounded = -1

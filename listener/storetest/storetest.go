@@ -7,6 +7,12 @@
 // The suite's event (Event) credits an amount to an account and is appended to a list of
 // applied positions, so that the suite can tell a batch applied once from one applied
 // twice or not at all.
+//
+// What a pass shows: the store's answers and what it applied agree with the contract,
+// request by request and for concurrent writers of one backend (stale tokens refused,
+// cursor conflicts refused, a batch and its effects whole or not at all, every attempt
+// audited). What it does not: behaviour under faults (lost replies, pauses, partitions,
+// a restarted server) and across failovers; fenceline's chaos harness judges those.
 package storetest
 
 import (
