@@ -19,6 +19,8 @@ STORE     ?= redis
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 BUDGET    ?=
+# NODE_CMD runs that command as each node instead of fenceline's own (docs/node-protocol.md).
+NODE_CMD  ?=
 
 .PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak campaign targets topologies
 
@@ -98,7 +100,7 @@ bench-checker-coarse: build
 chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(filter docker,$(BACKEND)),images)
 	$(CHAOS_BIN) chaos --duration $(DURATION) --nodes $(NODES) --nemesis $(NEMESIS) --schedule $(SCHEDULE) \
 	  --seed $(SEED) --backend $(BACKEND) --workload $(WORKLOAD) --lease-ttl $(LEASE_TTL) --out $(OUT) \
-	  $(if $(BUDGET),--budget $(BUDGET)) \
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(NODE_CMD),--node-cmd '$(NODE_CMD)') \
 	  --store $(STORE)
 
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
