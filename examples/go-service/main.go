@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&o.name, "name", "go-service", "the election's `name`: every key is {name}:...")
 	flag.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this instance's `id`: unique among the copies")
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` of /healthz and /metrics")
-	flag.DurationVar(&o.lease, "lease", 2*time.Second, "the lease's TTL, a whole number of milliseconds")
+	flag.DurationVar(&o.lease, "lease", election.DefaultLeaseTTL, "the lease's TTL, a whole number of milliseconds")
 	flag.IntVar(&o.batch, "batch", 100, "events per fenced commit")
 	addChaosFlags(&o) // --unfenced, in a chaos build only
 	flag.Parse()
@@ -140,17 +140,20 @@ func run(ctx context.Context, o options, h *harness, logger *slog.Logger) error 
 	}()
 	logger.Info("started", slog.String("listen", ln.Addr().String()), slog.String("name", o.name))
 
-	err = holdAndRun(ctx, el, logger, work.Run)
+	err = holdAndRun(ctx, el, o.lease/4, logger, work.Run)
 	return errors.Join(err, h.err())
 }
 
 // holdAndRun takes the lock, runs job under it with its fencing token until the lease
-// ends or job returns, releases it, and campaigns again, until ctx is done. It blocks.
+// ends or job returns, releases it, and campaigns again, until ctx is done. It blocks. A
+// job that returns while the lease still holds (it gave up: a batch the store refuses, a
+// newer token seen) is not run again before retry has passed, as Run waits its
+// RetryInterval: it would likely fail again at once.
 //
 // job must stop when its ctx is done: the lease is lost then (a pause, a partition, a
 // slow clock), and another instance may already hold it. Its writes must carry token:
 // that is what makes the ones it sends after losing the lease harmless.
-func holdAndRun(ctx context.Context, el *election.Elector, logger *slog.Logger,
+func holdAndRun(ctx context.Context, el *election.Elector, retry time.Duration, logger *slog.Logger,
 	job func(ctx context.Context, token int64) error) error {
 	for {
 		lock, err := el.Acquire(ctx) // blocks while another instance holds the lease
@@ -164,10 +167,12 @@ func holdAndRun(ctx context.Context, el *election.Elector, logger *slog.Logger,
 		done := make(chan error, 1)
 		go func() { done <- job(lock.Context(), lock.Token()) }()
 		var jobErr error
+		gaveUp := false
 		select {
 		case <-ctx.Done(): // SIGTERM: release now, so a standby takes over within a round trip
 		case jobErr = <-done:
 			done = nil
+			gaveUp = lock.Context().Err() == nil
 		}
 		// Release ends lock.Context (stopping the job) and deletes the lease, waking the
 		// standbys. Its own deadline is the election's RequestTimeout.
@@ -180,6 +185,15 @@ func holdAndRun(ctx context.Context, el *election.Elector, logger *slog.Logger,
 			slog.Any("release_error", relErr))
 		if ctx.Err() != nil {
 			return nil
+		}
+		if gaveUp {
+			t := time.NewTimer(retry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
 		}
 	}
 }
