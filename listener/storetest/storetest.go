@@ -270,17 +270,7 @@ func unknownOutcome(t *testing.T, b Backend) {
 		t.Fatalf("recorded %+v, want one unknown commit", ops)
 	}
 	op := ops[0].Op.ID
-	// A store either runs the held commit once it resumes or has dropped it for good;
-	// give it time to run.
-	var st State
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		st = b.State(t)
-		if auditOf(st, op) != nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st := settled(t, b, op)
 	wantEffects(t, st)
 	n := 0
 	for _, a := range st.Audit {
@@ -301,6 +291,21 @@ func unknownOutcome(t *testing.T, b Backend) {
 		}
 	}
 	t.Logf("unknown commit %s resolved by the audit: applied=%v", op, st.Cursor == 5)
+}
+
+// settled is b's state once op, a write of unknown outcome, is in the audit, or after 2 s:
+// a store either runs a held write once it resumes or has dropped it for good, so it is
+// given time to run.
+func settled(t *testing.T, b Backend, op string) State {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		st := b.State(t)
+		if auditOf(st, op) != nil || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func auditOf(st State, op string) *AuditEntry {

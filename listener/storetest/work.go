@@ -117,15 +117,7 @@ func workUnknownOutcome(t *testing.T, b Backend) {
 		t.Fatalf("recorded %+v, want one unknown write", ops)
 	}
 	op := ops[0].Op.ID
-	var st State
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		st = b.State(t)
-		if auditOf(st, op) != nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st := settled(t, b, op)
 	applied := false
 	if a := auditOf(st, op); a != nil && a.Result == "ok" {
 		applied = true
