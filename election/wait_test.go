@@ -39,7 +39,9 @@ func TestWaitMissIsUnknown(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	e := newElector(t, c, election.Config{InstanceID: "a", Name: "w", LeaseTTL: 600 * time.Millisecond, Recorder: rec})
+	// A lease long enough that each request's deadline (RenewInterval/2 = 250 ms) outlasts the
+	// 50 ms WAIT on a loaded machine: a miss must come back as ErrWaitMissed, not as a timeout.
+	e := newElector(t, c, election.Config{InstanceID: "a", Name: "w", LeaseTTL: 1500 * time.Millisecond, Recorder: rec})
 	l, err := e.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
