@@ -48,6 +48,8 @@ check-deps:
 check-test-deps: check-deps check-postgres
 	@$(call need,chromium,chromium)
 	@$(call need,xmllint,libxml2-utils)
+	@# etcd for the etcd targets and topology (internal/etcdserver).
+	@$(call need,etcd,etcd-server)
 	@# redis-py for the example Python node (docs/node-protocol.md), which the tests run.
 	@dpkg -s python3-redis >/dev/null 2>&1 || $(call need,python3-redis-for-examples/python-node,python3-redis)
 	@# Node.js and Debian's node-redis for the example Node.js listener (examples/node-listener).
