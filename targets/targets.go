@@ -13,6 +13,8 @@ const (
 	RedsyncFenced   = "redsync-fenced"
 	Redislock       = "redislock"
 	RedislockFenced = "redislock-fenced"
+	Etcd            = "etcd"
+	EtcdFenced      = "etcd-fenced"
 )
 
 // Target describes one design under test.
@@ -24,14 +26,20 @@ type Target struct {
 	Fenced bool
 	// Description says what the target does, for -h and the reports.
 	Description string
+	// Etcd is true when the target elects through etcd: the harness starts an etcd
+	// cluster beside Redis (which still holds the cursor) and gives the nodes its
+	// endpoints (--etcd).
+	Etcd bool
 }
 
 var all = []Target{
-	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store"},
-	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence"},
-	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store"},
-	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence"},
-	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store"},
+	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store", false},
+	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence", false},
+	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store", false},
+	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence", false},
+	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store", false},
+	{Etcd, "go.etcd.io/etcd/client/v3/concurrency", false, "etcd election (Campaign, session keep-alive, Resign); plain cursor write, no fence", true},
+	{EtcdFenced, "go.etcd.io/etcd/client/v3/concurrency", true, "etcd election; the leader key's create revision as the token; fenced store", true},
 }
 
 // All returns every target, the reference first.
