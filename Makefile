@@ -22,7 +22,7 @@ BUDGET    ?=
 # NODE_CMD runs that command as each node instead of fenceline's own (docs/node-protocol.md).
 NODE_CMD  ?=
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak campaign targets topologies
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak campaign targets topologies mutants
 
 all: build
 
@@ -158,6 +158,20 @@ campaign: check-test-deps build
 targets: check-test-deps build
 	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
 	  --out reports/targets --table reports/targets.md --doc docs/targets.md
+
+# mutants generates mutants of the safety-critical code (the Lua of acquire, renew, release
+# and commit; the elector's deadline and step-down logic and the listener's stale-token
+# handling, through gremlins) and runs each through its package's unit tests and one
+# default chaos run (a second seed if it survives), into reports/mutants.md
+# (docs/known-bugs.md). MUTANTS=N runs an even sample of N; PARALLEL mutants at once.
+MUTANTS  ?= 0
+GREMLINS := $(BIN)/gremlins
+$(GREMLINS):
+	GOBIN=$(abspath $(BIN)) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+
+mutants: check-deps build $(GREMLINS)
+	$(CHAOS_BIN) mutants --gremlins $(GREMLINS) --sample $(MUTANTS) --parallel $(PARALLEL) --duration $(DURATION) \
+	  --out reports/mutants --report reports/mutants.md
 
 # topologies runs the reference on each Redis topology (single, sentinel, cluster) with
 # each mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once,

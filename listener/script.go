@@ -70,6 +70,7 @@ local function int64(s)
   if not string.find(d, '^[1-9][0-9]*$') then return false end
   return #d < 19 or (#d == 19 and d <= '9223372036854775807')
 end
+-- mutants: begin (experiment/mutants: the fence's comparison)
 -- cmpint compares two canonical integers (int64 checked): -1, 0 or 1.
 local function cmpint(a, b)
   local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
@@ -83,6 +84,7 @@ local function cmpint(a, b)
   if na then return -r end
   return r
 end
+-- mutants: end
 local function int18(s)
   if type(s) ~= 'string' then return false end
   local d = s
@@ -162,12 +164,14 @@ local function sandbox(declared)
     error_reply = redis.error_reply, status_reply = redis.status_reply, sha1hex = redis.sha1hex,
   }
 end
+-- mutants: begin (the stored record and the check against it)
 local rec = rcall('HMGET', KEYS[1], 'cursor', 'token')
 local cursor = rec[1] or '0'
 local stored = rec[2] or '0'
 if not int64(cursor) or not int64(stored) then
   return redis.error_reply('ERR listener: stored cursor record is not an integer pair')
 end
+-- mutants: end
 local bad = nil
 local writes = {}
 local body = nil
@@ -203,6 +207,7 @@ else
     i = i + 3 + na
   end
 end
+-- mutants: begin
 local result = 'bad-argument'
 if bad == nil then
 result = 'ok'
@@ -212,6 +217,7 @@ elseif moves and cmpint(ARGV[4], cursor) ~= 0 then
   result = 'cursor-conflict'
 end
 end
+-- mutants: end
 if result == 'ok' then
   local kind, fields, reset = {}, {}, {}
   local want = {HINCRBY = 'hash', HSET = 'hash', RPUSH = 'list', XADD = 'stream'}
@@ -289,6 +295,7 @@ if result == 'bad-argument' or result == 'error' then
   fields[#fields + 1], fields[#fields + 2] = 'error', bad or value
 end
 for _, v in ipairs(fields) do xadd[#xadd + 1] = v end
+-- mutants: begin (the audit entry and the record's update)
 rcall(unpack(xadd))
 if result ~= 'ok' and result ~= 'error' then
   return {result, cursor, stored}
@@ -299,4 +306,5 @@ if moves then
 end
 rcall('HSET', KEYS[1], 'token', ARGV[3])
 return {result, cursor, ARGV[3], value}
+-- mutants: end
 `

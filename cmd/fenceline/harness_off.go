@@ -9,4 +9,4 @@ import "io"
 // not carry. cli.Program answers its commands with one line saying which binary has them.
 const chaosBuild = false
 
-var runChaos, runValidate, runSoak, runSoakReport, runTargets, runShrink, runNodeCheck, runTopologies, runBusRelay func([]string, io.Writer, io.Writer) int
+var runChaos, runValidate, runSoak, runSoakReport, runTargets, runShrink, runNodeCheck, runTopologies, runBusRelay, runMutants func([]string, io.Writer, io.Writer) int

@@ -46,6 +46,7 @@ func program() cli.Program {
 			{Name: "topologies", Summary: "run the reference on each Redis topology and mitigation under each Redis fault, in one table", Present: c, Run: runTopologies},
 			{Name: "soak", Summary: "run many seeded all-fault chaos runs (or a shard of them) and sum them up", Present: c, Run: runSoak},
 			{Name: "soak-report", Args: "DIR...", Summary: "merge soak directories or shard summaries into one table", Present: c, Run: runSoakReport},
+			{Name: "mutants", Summary: "generate mutants of the safety-critical code and grade the unit tests and the harness on them", Present: c, Run: runMutants},
 			{Name: "shrink", Args: "RUN_DIR", Summary: "search a failing run's schedule for a smaller one that still fails", Present: c, Run: runShrink},
 			{Name: "node-check", Summary: "check that a node in any language follows the node protocol (--node-cmd)", Present: c, Run: runNodeCheck},
 			{Name: "bus-relay", Summary: "relay a Redis Cluster's bus so that one sender can be cut (the docker backend runs it)", Present: c, Run: runBusRelay},

@@ -1,0 +1,45 @@
+//go:build chaos
+
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/experiment/mutants"
+)
+
+func runMutants(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mutants", flag.ContinueOnError)
+	repo := fs.String("repo", ".", "the module's root, whose working tree is mutated (in copies)")
+	out := fs.String("out", "reports/mutants", "directory that receives the runs, mutants.json and mutants.md")
+	report := fs.String("report", "", "Markdown file that receives the report (default OUT/mutants.md)")
+	gremlins := fs.String("gremlins", "bin/gremlins", "the gremlins binary (make mutants installs "+mutants.GremlinsVersion+")")
+	sample := fs.Int("sample", 0, "run only N mutants, spread evenly over the list (0: all)")
+	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1")
+	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s)")
+	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
+	equivalent := fs.String("equivalent", "experiment/mutants/equivalent.txt", "the survivors argued equivalent: 'ID: why' per line")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if *seed < 1 || *duration <= 0 || *parallel < 1 || *sample < 0 {
+		fmt.Fprintln(stderr, "fenceline mutants: need --seed >= 1, --duration > 0, --parallel >= 1 and --sample >= 0")
+		return exitUsage
+	}
+	eq, err := mutants.ReadEquivalentFile(*equivalent)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: --equivalent %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	return mutants.Run(ctx, mutants.Config{
+		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Seed: *seed,
+		Duration: *duration, Parallel: *parallel, Equivalent: eq,
+		Command: strings.TrimSpace("fenceline mutants " + strings.Join(args, " ")),
+	}, stdout, stderr)
+}

@@ -1,0 +1,262 @@
+//go:build chaos
+
+package mutants
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/exitcode"
+)
+
+const luaFile = `package x
+
+var renew = redis.NewScript(` + "`" + `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+` + "`" + `)
+
+const commit = ` + "`" + `
+local s = 'a < b == 3' -- not code: ~= 7
+-- mutants: begin
+if a < 2 and (b >= c or d) and not e then
+  redis.call('SET', KEYS[2], 'x')
+end
+-- mutants: end
+if z > 9 then redis.call('DEL', KEYS[1]) end
+` + "`" + `
+`
+
+func changes(ms []Mutant) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Operator+" "+m.Old+" -> "+m.New)
+	}
+	return out
+}
+
+// Every operator of the generator, on both a whole script and a script with a marked
+// region; strings, comments, KEYS/ARGV indexes and code outside the region are left alone.
+func TestLuaScripts(t *testing.T) {
+	ms, err := LuaScripts("x/x.go", []byte(luaFile), "renew", "commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := changes(ms)
+	want := []string{
+		// renew: whole.
+		"LUA_CONDITION_TRUE redis.call('GET', KEYS[1]) == ARGV[1] -> true",
+		"LUA_RELATIONAL_FLIP == -> ~=",
+		"LUA_CONSTANT_PLUS_ONE 0 -> 1",
+		"LUA_CONSTANT_MINUS_ONE 0 -> -1",
+		// commit: the region only.
+		"LUA_CONDITION_DROPPED a < 2 and  -> ",
+		"LUA_CONDITION_DROPPED (b >= c or d) and  -> ",
+		"LUA_CONDITION_DROPPED and not e -> ",
+		"LUA_RELATIONAL_FLIP < -> <=",
+		"LUA_CONSTANT_PLUS_ONE 2 -> 3",
+		"LUA_CONSTANT_MINUS_ONE 2 -> 1",
+		"LUA_RELATIONAL_FLIP >= -> >",
+		"LUA_CALL_DROPPED redis.call('SET', KEYS[2], 'x') -> -- dropped",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("mutants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Each applies to the file it came from, and names its own line.
+	for _, m := range ms {
+		b, err := m.Apply([]byte(luaFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) == luaFile {
+			t.Errorf("%s changes nothing", m.ID)
+		}
+		if line := strings.Split(luaFile, "\n")[m.Line-1]; !strings.Contains(line, strings.TrimSpace(strings.Fields(m.Old)[0])) {
+			t.Errorf("%s: line %d is %q", m.ID, m.Line, line)
+		}
+	}
+	if ms[0].ID != "renew:2:4:LUA_CONDITION_TRUE" || ms[0].Package != "./x" {
+		t.Errorf("first mutant %q in %s", ms[0].ID, ms[0].Package)
+	}
+}
+
+func TestLuaScriptsErrors(t *testing.T) {
+	if _, err := LuaScripts("x/x.go", []byte(luaFile), "missing"); err == nil {
+		t.Error("a script that is not there: no error")
+	}
+	bad := strings.Replace(luaFile, "-- mutants: end", "", 1)
+	if _, err := LuaScripts("x/x.go", []byte(bad), "commit"); err == nil {
+		t.Error("a region without its end: no error")
+	}
+	if _, err := LuaScripts("x/x.go", []byte("package x\nvar = 1"), "renew"); err == nil {
+		t.Error("Go that does not parse: no error")
+	}
+}
+
+// The real scripts: every one is found, and each mutant applies.
+func TestScopeScripts(t *testing.T) {
+	for _, s := range LuaScope {
+		src, err := os.ReadFile("../../" + s.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := LuaScripts(s.File, src, s.Scripts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, m := range ms {
+			if ids[m.ID] {
+				t.Errorf("%s named twice", m.ID)
+			}
+			ids[m.ID] = true
+			if _, err := m.Apply(src); err != nil {
+				t.Error(err)
+			}
+		}
+		for _, name := range s.Scripts {
+			if !slices.ContainsFunc(ms, func(m Mutant) bool { return strings.HasPrefix(m.ID, name+":") }) {
+				t.Errorf("no mutant of %s", name)
+			}
+		}
+	}
+}
+
+func TestApplyRefusesAMovedFile(t *testing.T) {
+	m := Mutant{ID: "m", File: "f.go", Offset: 2, Old: "==", New: "!="}
+	if b, err := m.Apply([]byte("a == b")); err != nil || string(b) != "a != b" {
+		t.Errorf("Apply = %q, %v", b, err)
+	}
+	for _, src := range []string{"a = b", "a", ""} {
+		if _, err := m.Apply([]byte(src)); err == nil {
+			t.Errorf("Apply to %q: no error", src)
+		}
+	}
+}
+
+// gremlins' report is read at its positions, only inside the scope's functions, with
+// its replacement table; a binary minus listed twice is one mutant.
+func TestScopeMutants(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\n\nfunc In(a, b int) bool {\n\treturn a-b < 0 && a != b\n}\n\nfunc Out(a int) int { return a + 1 }\n"
+	if err := os.MkdirAll(dir+"/p", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/p/p.go", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &gremlinsReport{}
+	r.Files = make([]struct {
+		FileName  string `json:"file_name"`
+		Mutations []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Line   int    `json:"line"`
+			Column int    `json:"column"`
+		} `json:"mutations"`
+	}, 1)
+	r.Files[0].FileName = "p.go"
+	for _, m := range []struct {
+		typ       string
+		line, col int
+	}{
+		{"ARITHMETIC_BASE", 4, 10}, {"INVERT_NEGATIVES", 4, 10}, {"CONDITIONALS_BOUNDARY", 4, 13},
+		{"INVERT_LOGICAL", 4, 17}, {"CONDITIONALS_NEGATION", 4, 22}, {"ARITHMETIC_BASE", 7, 32},
+	} {
+		r.Files[0].Mutations = append(r.Files[0].Mutations, struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Line   int    `json:"line"`
+			Column int    `json:"column"`
+		}{m.typ, "RUNNABLE", m.line, m.col})
+	}
+	ms, err := scopeMutants(dir, GoScope{File: "p/p.go", Funcs: []string{"In"}}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ARITHMETIC_BASE - -> +", "CONDITIONALS_BOUNDARY < -> <=", "INVERT_LOGICAL && -> ||", "CONDITIONALS_NEGATION != -> =="}
+	if got := changes(ms); !slices.Equal(got, want) {
+		t.Errorf("mutants %q, want %q", got, want)
+	}
+	if ms[0].ID != "p:In+1:10:ARITHMETIC_BASE" {
+		t.Errorf("ID %q", ms[0].ID)
+	}
+	if _, err := scopeMutants(dir, GoScope{File: "p/p.go", Funcs: []string{"Gone"}}, r); err == nil {
+		t.Error("a function that is not there: no error")
+	}
+	r.Files[0].Mutations[0].Type = "INVERT_BITWISE"
+	if _, err := scopeMutants(dir, GoScope{File: "p/p.go", Funcs: []string{"In"}}, r); err == nil {
+		t.Error("an operator the table does not know for the token: no error")
+	}
+}
+
+func TestSample(t *testing.T) {
+	ms := make([]Mutant, 10)
+	for i := range ms {
+		ms[i].ID = string(rune('a' + i))
+	}
+	var ids []string
+	for _, m := range sample(ms, 3) {
+		ids = append(ids, m.ID)
+	}
+	if !slices.Equal(ids, []string{"a", "d", "g"}) {
+		t.Errorf("sample of 3 = %v", ids)
+	}
+	if len(sample(ms, 0)) != 10 || len(sample(ms, 20)) != 10 {
+		t.Error("sample of 0 or of more than all is not all")
+	}
+}
+
+func TestReadEquivalent(t *testing.T) {
+	m, err := ReadEquivalent(strings.NewReader("# comment\n\nrenew:2:4:LUA_X: the reply is never read\n"))
+	if err != nil || m["renew:2:4:LUA_X"] != "the reply is never read" {
+		t.Errorf("ReadEquivalent = %v, %v", m, err)
+	}
+	for _, bad := range []string{"no reason here\n", "a: x\na: y\n", "a: \n"} {
+		if _, err := ReadEquivalent(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// The scores: the harness's counts the mutants the unit tests also kill; an equivalent
+// survivor leaves the denominator; an unexplained survivor fails the command, an
+// undecided mutant makes it unknown.
+func TestReport(t *testing.T) {
+	recs := []Record{
+		{Mutant: Mutant{ID: "a"}, Tests: Killed, Harness: Killed, Check: "exactly-once", At: 4 * time.Second, Seed: 1},
+		{Mutant: Mutant{ID: "b"}, Tests: Survived, Harness: Killed, Check: "no-stale-write", At: 8 * time.Second, Seed: 2},
+		{Mutant: Mutant{ID: "c"}, Tests: Killed, Harness: Survived, Equivalent: "never reached"},
+		{Mutant: Mutant{ID: "d"}, Tests: NotViable, Harness: NotViable},
+	}
+	rep := report{cfg: Config{Command: "fenceline mutants", Seed: 1, Duration: time.Minute}, total: 4, recs: recs, revision: "r"}
+	s := rep.summaryText()
+	for _, want := range []string{"killed by the harness: 2 of 2 non-equivalent (100.0 %), median time to the first violation 4s",
+		"killed by the unit tests: 2 (100.0 %); by both 1; by either 3", "survived: 1 argued equivalent, 0 unexplained", "1 not viable"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if c := rep.exitCode(); c != exitcode.OK {
+		t.Errorf("exit %d, want 0", c)
+	}
+	md := rep.markdown()
+	for _, want := range []string{"| 4 | 1 | 0 | 2 | 2 | 1 | 0 | 100.0 % | 100.0 % | 4s |", "killed: no-stale-write at 8s (seed 2)", "equivalent: never reached"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "e"}, Tests: Survived, Harness: Undecided})
+	if c := rep.exitCode(); c != exitcode.Unknown {
+		t.Errorf("with an undecided mutant: exit %d, want 3", c)
+	}
+	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "f"}, Tests: Survived, Harness: Survived})
+	if c := rep.exitCode(); c != exitcode.Invalid {
+		t.Errorf("with an unexplained survivor: exit %d, want 1", c)
+	}
+}

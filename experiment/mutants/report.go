@@ -1,0 +1,225 @@
+//go:build chaos
+
+package mutants
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/matrix"
+	"github.com/fenceline/fenceline/internal/exitcode"
+)
+
+// line sums a mutant up for the progress log.
+func (r Record) line() string {
+	s := fmt.Sprintf("%q -> %q: unit tests %s, harness %s", r.Old, r.New, r.Tests, r.Harness)
+	if r.Harness == Killed {
+		s += fmt.Sprintf(" (%s at %s, seed %d)", r.Check, at(r.At), r.Seed)
+	}
+	if r.Detail != "" {
+		s += "; " + r.Detail
+	}
+	return s
+}
+
+func at(d time.Duration) string {
+	if d < 0 {
+		return "untimed"
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// tally counts the records.
+type tally struct {
+	run, notViable, undecided, notRun              int
+	testsKilled, harnessKilled, both, eitherKilled int
+	equivalent, unexplained                        int
+	times                                          []time.Duration
+}
+
+func count(recs []Record) tally {
+	var t tally
+	for _, r := range recs {
+		t.run++
+		switch {
+		case r.Harness == NotViable:
+			t.notViable++
+			continue
+		case r.Harness == NotReached || r.Tests == NotReached:
+			t.notRun++
+			continue
+		case r.Harness == Undecided || r.Tests == Undecided:
+			t.undecided++
+		}
+		tk, hk := r.Tests == Killed, r.Harness == Killed
+		if tk {
+			t.testsKilled++
+		}
+		if hk {
+			t.harnessKilled++
+			if r.At >= 0 {
+				t.times = append(t.times, r.At)
+			}
+		}
+		if tk && hk {
+			t.both++
+		}
+		if tk || hk {
+			t.eitherKilled++
+		}
+		if r.Harness == Survived {
+			if r.Equivalent != "" {
+				t.equivalent++
+			} else {
+				t.unexplained++
+			}
+		}
+	}
+	return t
+}
+
+// decided is the number of viable mutants whose both stages gave an answer.
+func (t tally) decided() int { return t.run - t.notViable - t.notRun - t.undecided }
+
+// nonEquivalent is the denominator of the scores: decided mutants not argued equivalent.
+func (t tally) nonEquivalent() int { return t.decided() - t.equivalent }
+
+func pct(n, d int) string {
+	if d == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(n)/float64(d))
+}
+
+// report renders a mutation run.
+type report struct {
+	cfg      Config
+	total    int // mutants generated
+	recs     []Record
+	began    time.Time
+	elapsed  time.Duration
+	revision string
+}
+
+func (rep report) exitCode() int {
+	t := count(rep.recs)
+	switch {
+	case t.unexplained > 0:
+		return exitcode.Invalid
+	case t.undecided > 0 || t.notRun > 0:
+		return exitcode.Unknown
+	}
+	return exitcode.OK
+}
+
+// summaryText is what the command prints.
+func (rep report) summaryText() string {
+	t := count(rep.recs)
+	median := "—"
+	if len(t.times) > 0 {
+		median = checker.Summarize(t.times).P50.Round(100 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("mutants: %d generated, %d run; %d not viable, %d undecided, %d not run\n"+
+		"killed by the harness: %d of %d non-equivalent (%s), median time to the first violation %s\n"+
+		"killed by the unit tests: %d (%s); by both %d; by either %d\n"+
+		"survived: %d argued equivalent, %d unexplained\n",
+		rep.total, t.run, t.notViable, t.undecided, t.notRun,
+		t.harnessKilled, t.nonEquivalent(), pct(t.harnessKilled, t.nonEquivalent()), median,
+		t.testsKilled, pct(t.testsKilled, t.nonEquivalent()), t.both, t.eitherKilled,
+		t.equivalent, t.unexplained)
+}
+
+// markdown is the report file.
+func (rep report) markdown() string {
+	var b strings.Builder
+	c := rep.cfg
+	t := count(rep.recs)
+	fmt.Fprintf(&b, "# Mutation score\n\n")
+	scope := "every mutant"
+	if c.Sample > 0 {
+		scope = fmt.Sprintf("a sample of %d of the %d mutants, spread evenly", c.Sample, rep.total)
+	}
+	fmt.Fprintf(&b, "`%s` on %s: %s; each through its package's unit tests and one chaos run of %s (every fault, "+
+		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d when the first survives. "+
+		"Started %s, %s of wall time.\n\n",
+		c.Command, rep.revision, scope, c.Duration, c.Seed, c.Seed+1,
+		rep.began.UTC().Format("2006-01-02 15:04 UTC"), rep.elapsed.Round(time.Second))
+	median := "—"
+	if len(t.times) > 0 {
+		median = checker.Summarize(t.times).P50.Round(100 * time.Millisecond).String()
+	}
+	sum := matrix.Table{
+		Header: []string{"mutants", "not viable", "undecided", "killed by the unit tests", "killed by the harness",
+			"equivalent", "surviving", "harness score", "unit-test score", "median time to first violation"},
+		Right: []bool{true, true, true, true, true, true, true, true, true, true},
+	}
+	sum.Add(fmt.Sprint(t.run), fmt.Sprint(t.notViable), fmt.Sprint(t.undecided+t.notRun), fmt.Sprint(t.testsKilled),
+		fmt.Sprint(t.harnessKilled), fmt.Sprint(t.equivalent), fmt.Sprint(t.unexplained),
+		pct(t.harnessKilled, t.nonEquivalent()), pct(t.testsKilled, t.nonEquivalent()), median)
+	sum.Markdown(&b)
+	b.WriteString("\nScores are of the non-equivalent mutants decided (run, compiled, both stages answered); " +
+		"the harness score counts the mutants the unit tests also kill.\n")
+
+	b.WriteString("\n## Mutants\n\n")
+	tb := matrix.Table{Header: []string{"mutant", "change", "unit tests", "harness", "note"}}
+	for _, r := range rep.recs {
+		h := r.Harness
+		if h == Killed {
+			h = fmt.Sprintf("killed: %s at %s (seed %d)", r.Check, at(r.At), r.Seed)
+		}
+		note := r.Detail
+		if r.Equivalent != "" {
+			note = "equivalent: " + r.Equivalent
+		}
+		tb.Add(matrix.MarkdownCell(r.ID), matrix.MarkdownCell(fmt.Sprintf("%s → %s", r.Old, r.New)), r.Tests, h,
+			matrix.OrDash(matrix.MarkdownCell(note)))
+	}
+	tb.Markdown(&b)
+	return b.String()
+}
+
+// ReadEquivalent reads equivalent.txt: one mutant per line, "ID: why no history can tell
+// it from the original"; blank lines and lines starting with # are skipped.
+func ReadEquivalent(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, why, ok := strings.Cut(line, ": ")
+		if !ok || strings.TrimSpace(why) == "" {
+			return nil, fmt.Errorf("line %d: want \"ID: why it is equivalent\", got %q", n, line)
+		}
+		if _, dup := out[id]; dup {
+			return nil, fmt.Errorf("line %d: %s named twice", n, id)
+		}
+		out[id] = strings.TrimSpace(why)
+	}
+	return out, sc.Err()
+}
+
+// ReadEquivalentFile is ReadEquivalent of a file; a missing file is an empty list.
+func ReadEquivalentFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := ReadEquivalent(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,402 @@
+//go:build chaos
+
+package mutants
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/buildinfo"
+	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/workloads"
+)
+
+// LuaScope lists the Lua scripts under mutation: the Go file that holds each and the
+// names of the scripts in it.
+var LuaScope = []struct {
+	File    string
+	Scripts []string
+}{
+	{"election/store.go", []string{"acquireScript", "renewScript", "releaseScript"}},
+	{"listener/script.go", []string{"commitScript"}},
+}
+
+// GoScopes lists the Go code under mutation: the elector's deadline and step-down logic
+// and the listener's stale-token handling.
+var GoScopes = []GoScope{
+	{"election/leadership.go", []string{"Lead", "startRenew", "release", "stepDown", "Check"}},
+	{"listener/listener.go", []string{"Run"}},
+	{"listener/fence.go", []string{"run", "parseCommitReply"}},
+}
+
+// Generate returns every mutant of the scope, in a stable order: the Lua ones, then the
+// Go ones that gremlins (binary bin) lists, for the module at repo.
+func Generate(ctx context.Context, bin, repo string) ([]Mutant, error) {
+	var out []Mutant
+	for _, s := range LuaScope {
+		src, err := os.ReadFile(filepath.Join(repo, s.File))
+		if err != nil {
+			return nil, fmt.Errorf("mutants: %w", err)
+		}
+		ms, err := LuaScripts(s.File, src, s.Scripts...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	ms, err := GremlinsMutants(ctx, bin, repo, GoScopes)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ms...), nil
+}
+
+// Config is one mutation run.
+type Config struct {
+	// Repo is the module's root, whose working tree is mutated (in copies).
+	Repo string
+	// Out receives the run directories, mutants.json and the report.
+	Out string
+	// Report is the Markdown file that receives the report. Default Out/mutants.md.
+	Report string
+	// Gremlins is the gremlins binary.
+	Gremlins string
+	// Sample, if > 0, runs that many mutants, spread evenly over the whole list.
+	Sample int
+	// Seed is the first chaos run's seed; a survivor gets Seed+1. Default 1.
+	Seed int64
+	// Duration is each chaos run's length. Default 60 s (`make chaos`).
+	Duration time.Duration
+	// Parallel is how many mutants run at once, each in a copy of its own. Default 1.
+	Parallel int
+	// TestTimeout bounds the unit tests of one mutant. Default 10 min.
+	TestTimeout time.Duration
+	// Equivalent maps a mutant's ID to why no history can tell it from the original
+	// (equivalent.txt); such a survivor is explained.
+	Equivalent map[string]string
+	// Command is the command line, for the report's heading.
+	Command string
+}
+
+// Outcomes of a stage.
+const (
+	Killed     = "killed"
+	Survived   = "survived"
+	NotViable  = "not viable" // the mutant does not compile
+	Undecided  = "undecided"  // the stage could not say (a run incomplete, tests timed out)
+	NotReached = "not run"    // the run was interrupted first
+)
+
+// Record is what came of one mutant.
+type Record struct {
+	Mutant
+	// Tests is the outcome of the package's unit tests; Harness that of the chaos runs.
+	Tests   string `json:"tests"`
+	Harness string `json:"harness"`
+	// Check, At and Seed say which check of which run killed it, and when (from the
+	// run's start; -1 when the check does not time its violations).
+	Check string        `json:"check,omitempty"`
+	At    time.Duration `json:"at_ns,omitempty"`
+	Seed  int64         `json:"seed,omitempty"`
+	// Runs are the run directories, relative to Out.
+	Runs []string `json:"runs,omitempty"`
+	// Detail says why a stage is undecided or not viable.
+	Detail string `json:"detail,omitempty"`
+	// Equivalent is the argument that the mutant is equivalent, for a survivor.
+	Equivalent string `json:"equivalent,omitempty"`
+}
+
+// Run generates the mutants, runs them, writes Out/mutants.json and the report, and
+// prints the summary to stdout and progress to stderr. It returns 0 when every mutant
+// was decided and every survivor is explained as equivalent, 1 when a survivor is not,
+// 3 when a mutant could not be decided (or ctx ended first), 2 for bad settings.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
+	cfg.Seed = max(cfg.Seed, 1)
+	cfg.Duration = cmp.Or(cfg.Duration, 60*time.Second)
+	cfg.Parallel = max(cfg.Parallel, 1)
+	cfg.TestTimeout = cmp.Or(cfg.TestTimeout, 10*time.Minute)
+	if cfg.Repo == "" || cfg.Out == "" || cfg.Gremlins == "" || cfg.Sample < 0 {
+		fmt.Fprintln(stderr, "fenceline mutants: need --repo, --out, --gremlins and --sample >= 0")
+		return exitcode.Usage
+	}
+	if _, err := exec.LookPath(cfg.Gremlins); err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: --gremlins %s: %v (make mutants installs gremlins %s into bin/)\n", cfg.Gremlins, err, GremlinsVersion)
+		return exitcode.Usage
+	}
+	out, err := filepath.Abs(cfg.Out)
+	if err == nil {
+		err = os.MkdirAll(out, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Usage
+	}
+	cfg.Report = cmp.Or(cfg.Report, filepath.Join(out, "mutants.md"))
+	began := time.Now()
+	fmt.Fprintln(stderr, "fenceline mutants: generating (the Lua generator, gremlins' dry run)")
+	all, err := Generate(ctx, cfg.Gremlins, cfg.Repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Usage
+	}
+	if unknown := unknownEquivalents(all, cfg.Equivalent); len(unknown) > 0 {
+		fmt.Fprintf(stderr, "fenceline mutants: equivalent.txt names mutants that are not generated (the code moved?): %s\n", strings.Join(unknown, ", "))
+		return exitcode.Usage
+	}
+	ms := sample(all, cfg.Sample)
+	recs := make([]Record, len(ms))
+	for i, m := range ms {
+		recs[i] = Record{Mutant: m, Tests: NotReached, Harness: NotReached}
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := range cfg.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copyDir := filepath.Join(out, "work", fmt.Sprintf("copy%d", w))
+			if err := copyTree(cfg.Repo, copyDir); err != nil {
+				fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+				for range next {
+				}
+				return
+			}
+			defer os.RemoveAll(copyDir)
+			for i := range next {
+				r := runMutant(ctx, cfg, out, copyDir, ms[i])
+				if r.Harness == Survived {
+					r.Equivalent = cfg.Equivalent[r.ID]
+				}
+				mu.Lock()
+				recs[i] = r
+				fmt.Fprintf(stderr, "fenceline mutants: [%d/%d] %s: %s\n", i+1, len(ms), r.ID, r.line())
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range ms {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	os.RemoveAll(filepath.Join(out, "work"))
+
+	rep := report{cfg: cfg, total: len(all), recs: recs, began: began, elapsed: time.Since(began), revision: buildinfo.Read().String()}
+	md := rep.markdown()
+	fmt.Fprint(stdout, rep.summaryText())
+	if err := os.WriteFile(cfg.Report, []byte(md), 0o644); err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Unknown
+	}
+	if err := history.WriteJSON(filepath.Join(out, "mutants.json"), recs); err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Unknown
+	}
+	fmt.Fprintf(stdout, "report: %s\n", cfg.Report)
+	return rep.exitCode()
+}
+
+// sample returns n mutants spread evenly over ms (all of them when n is 0 or too big).
+func sample(ms []Mutant, n int) []Mutant {
+	if n <= 0 || n >= len(ms) {
+		return ms
+	}
+	out := make([]Mutant, n)
+	for i := range n {
+		out[i] = ms[i*len(ms)/n]
+	}
+	return out
+}
+
+// unknownEquivalents lists the IDs of eq that no generated mutant has.
+func unknownEquivalents(ms []Mutant, eq map[string]string) []string {
+	ids := map[string]bool{}
+	for _, m := range ms {
+		ids[m.ID] = true
+	}
+	var out []string
+	for id := range eq {
+		if !ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// runMutant applies m in copyDir, runs its two stages and restores the file.
+func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) Record {
+	r := Record{Mutant: m, Tests: NotReached, Harness: NotReached}
+	path := filepath.Join(copyDir, m.File)
+	orig, err := os.ReadFile(path)
+	if err == nil {
+		var mutated []byte
+		if mutated, err = m.Apply(orig); err == nil {
+			err = os.WriteFile(path, mutated, 0o644)
+		}
+	}
+	if err != nil {
+		r.Tests, r.Harness, r.Detail = Undecided, Undecided, err.Error()
+		return r
+	}
+	defer os.WriteFile(path, orig, 0o644) //nolint:errcheck // the copy is rewritten whole at the next start
+
+	bin := filepath.Join(copyDir, "bin", "fenceline-chaos")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "chaos,failpoints", "-o", bin, "./cmd/fenceline")
+	build.Dir, build.Env = copyDir, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	if b, err := build.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return r
+		}
+		r.Tests, r.Harness, r.Detail = NotViable, NotViable, tail(b, 300)
+		return r
+	}
+	// The unit tests and the harness at once: the tests mostly wait on timers.
+	testDone := make(chan struct{})
+	var tests, testDetail string
+	go func() {
+		defer close(testDone)
+		tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout)
+		defer cancel()
+		t := exec.CommandContext(tctx, "go", "test", "-tags", "chaos,failpoints", "-count=1", m.Package)
+		t.Dir, t.Env = copyDir, append(os.Environ(), "GOFLAGS=-buildvcs=false")
+		err := t.Run()
+		switch {
+		case err == nil:
+			tests = Survived
+		case ctx.Err() != nil:
+			tests = NotReached
+		case tctx.Err() != nil:
+			tests, testDetail = Undecided, fmt.Sprintf("unit tests: no answer within %v", cfg.TestTimeout)
+		default:
+			tests = Killed
+		}
+	}()
+	for _, seed := range []int64{cfg.Seed, cfg.Seed + 1} {
+		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed)
+		if dir != "" {
+			if rel, err := filepath.Rel(out, dir); err == nil {
+				dir = rel
+			}
+			r.Runs = append(r.Runs, dir)
+		}
+		r.Harness = v
+		if v == Killed {
+			r.Check, r.At, r.Seed = check, at, seed
+		}
+		if v != Survived {
+			if why != "" {
+				r.Detail = "harness: " + why
+			}
+			break
+		}
+	}
+	<-testDone
+	r.Tests = tests
+	if testDetail != "" {
+		r.Detail = strings.TrimPrefix(r.Detail+"; "+testDetail, "; ")
+	}
+	return r
+}
+
+// chaosStage runs one default chaos run of the mutant's binary with seed: what `make
+// chaos` runs (all faults, random schedule, 3 nodes, lease 2 s), judged by this binary's
+// unmutated harness and checker.
+func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64) (verdict, check string, at time.Duration, dir, why string) {
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		return Undecided, "", 0, "", err.Error()
+	}
+	kinds, err := faults.ParseList("all")
+	if err != nil {
+		return Undecided, "", 0, "", err.Error()
+	}
+	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
+		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true}
+	if err := s.Prepare(); err != nil {
+		return Undecided, "", 0, "", err.Error()
+	}
+	d := matrix.Driver{Cmd: "mutants", Out: out}
+	name := strings.NewReplacer("/", "_", ":", "_", "+", "_", "#", "_").Replace(m.ID)
+	res, err := d.Execute(ctx, []matrix.Run{{Row: matrix.Row{Name: name, Spec: s}, Seed: seed}})
+	if err != nil {
+		return Undecided, "", 0, "", err.Error()
+	}
+	r := res[0]
+	dir = r.Outcome.Dir
+	if r.NotRun {
+		return NotReached, "", 0, dir, ""
+	}
+	switch r.Verdict() {
+	case checker.Invalid:
+		v, at, _ := r.FirstViolation()
+		if c := r.FailedChecks(); v.Check == "" && len(c) > 0 {
+			v.Check = c[0]
+		}
+		return Killed, v.Check, at, dir, ""
+	case checker.Valid:
+		if inc := r.Incomplete(); inc != "" {
+			return Undecided, "", 0, dir, firstLine(inc)
+		}
+		return Survived, "", 0, dir, ""
+	}
+	return Undecided, "", 0, dir, cmp.Or(firstLine(r.Incomplete()), "no verdict")
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// copyTree copies the module at repo (its tracked and untracked, not ignored, files)
+// into dst.
+func copyTree(repo, dst string) error {
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = repo
+	b, err := ls.Output()
+	if err != nil {
+		return fmt.Errorf("mutants: git ls-files in %s: %w", repo, err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
+		if f == "" {
+			continue
+		}
+		src := filepath.Join(repo, f)
+		st, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted in the working tree
+		}
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("mutants: %w", err)
+		}
+		to := filepath.Join(dst, f)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return fmt.Errorf("mutants: %w", err)
+		}
+		if err := os.WriteFile(to, data, st.Mode().Perm()); err != nil {
+			return fmt.Errorf("mutants: %w", err)
+		}
+	}
+	return nil
+}
