@@ -74,7 +74,7 @@ type localNode struct {
 	// or cluster seeds, and its proxies to the data nodes (see backend.SentinelSet.NodeArgs,
 	// backend.ClusterSet.NodeArgs).
 	redisArgs []string
-	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
+	postgres  string   // its PostgreSQL URL through its proxy ("" for a Redis store)
 	etcd      []string // its proxies to the etcd members, in member order
 	proc      *process
 	paused    bool
