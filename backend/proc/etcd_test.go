@@ -7,10 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/backend/proc"
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/testbin"
+	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/nemesis/etcdfaulttest"
+	"github.com/fenceline/fenceline/source"
+	"github.com/fenceline/fenceline/workloads"
 )
 
 // A cluster with etcd, one member and three: every etcd fault acts on what the nodes
@@ -58,5 +67,76 @@ func TestEtcdArgs(t *testing.T) {
 	}
 	if got := (backend.NodeOptions{}).EtcdArgs(proxies); got != nil {
 		t.Errorf("reference: %q", got)
+	}
+}
+
+// A harness run with three etcd members and every etcd fault on its schedule: the faults
+// are recorded against etcd (or the node partitioned) and healed, run.json records the
+// cluster's size, the checker judges the run, and nothing of etcd is left. The nodes are
+// the reference's, which do not use etcd: what is checked is the harness's side.
+func TestEtcdHarnessRun(t *testing.T) {
+	wl, err := workloads.ByName("listener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := nemesis.Params{Hold: time.Second, LeaseTTL: lease}
+	cfg := harness.Config{
+		Dir: t.TempDir(), Seed: 1, Duration: 12 * time.Second, Nodes: 2, Workload: wl, Backend: "local",
+		Node: backend.NodeOptions{LeaseTTL: lease}, EtcdMembers: 3, Nemeses: faults.Etcd(),
+		Steps: []nemesis.Step{
+			{At: time.Second, Kind: faults.EtcdKill, Params: p},
+			{At: 4 * time.Second, Kind: faults.EtcdPause, Params: p},
+			{At: 7 * time.Second, Kind: faults.EtcdRestart, Params: p},
+			{At: 9 * time.Second, Kind: faults.PartitionEtcd, Aim: nemesis.Aim{Leader: true}, Params: p},
+		},
+		Start: func(ctx context.Context, spec backend.Spec) (backend.Backend, error) {
+			spec.Node.Chaos = true
+			c, err := proc.Start(ctx, proc.Config{Spec: spec, Binary: testbin.Fenceline(t)})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+	}
+	if err := harness.Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	run, err := history.LoadRun(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Info.EtcdMembers != 3 {
+		t.Errorf("run.json: etcd_members %d", run.Info.EtcdMembers)
+	}
+	healed := map[string]string{}
+	for _, f := range run.Faults {
+		if f.Type == history.OK {
+			healed[f.Fault] = f.Node
+		}
+		if f.Error != "" {
+			t.Errorf("fault %s on %s: %s", f.Fault, f.Node, f.Error)
+		}
+	}
+	for _, k := range faults.Etcd() {
+		want := nemesis.TargetEtcd
+		if k == faults.PartitionEtcd {
+			want = healed[k] // a node
+		}
+		if n, ok := healed[k]; !ok || n != want || n == "" {
+			t.Errorf("%s: healed on %q (%v); want %q", k, n, ok, want)
+		}
+	}
+	res, err := checker.Check(context.Background(), run, checker.Options{ExpectedBalances: source.Balances, OutDir: cfg.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Valid {
+		t.Errorf("verdict %s", res.Verdict)
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), filepath.Join(cfg.Dir, proc.EtcdDir)) {
+			t.Errorf("an etcd member survived the run: %s %q", f, b)
+		}
 	}
 }
