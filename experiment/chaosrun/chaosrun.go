@@ -388,7 +388,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
 		EtcdMembers: s.EtcdMembers,
-		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
+		Versions:    map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
 	}
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"
