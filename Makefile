@@ -153,13 +153,14 @@ campaign: check-test-deps build
 	  --seed $(if $(call given,SEED),$(SEED),1) --shard $(SHARD) --duration $(if $(call given,DURATION),$(DURATION),30s) \
 	  --out $(if $(call given,OUT),$(OUT),reports/campaign)
 
-# targets runs every target (the reference, redsync and redislock with and without a
-# fence) under the same seeds and faults (defaults: 3 seeds x 60s, all faults, plus one
-# run per target with graceful stops only), and writes reports/targets.md (about 30
-# minutes). Its runs land in reports/targets/.
-targets: check-deps build
+# targets runs every design (the targets of package targets, each plain and fenced, and
+# the Python and Node.js example nodes) under the same seeds and faults (defaults: 3
+# seeds x 60s, all faults, plus one run per design with graceful stops only), writes
+# reports/targets.md and the comparison table of docs/targets.md. Its runs land in
+# reports/targets/.
+targets: check-test-deps build
 	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
-	  --out reports/targets --table reports/targets.md
+	  --out reports/targets --table reports/targets.md --doc docs/targets.md
 
 # topologies runs the reference on each Redis topology (single, sentinel, cluster) with
 # each mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once,

@@ -24,6 +24,9 @@ type Target struct {
 	Library string
 	// Fenced is true when the store checks a fencing token on every cursor write.
 	Fenced bool
+	// Fence says what the fencing token is, in a few words, for the reports ("none" when
+	// the target is unfenced).
+	Fence string
 	// Description says what the target does, for -h and the reports.
 	Description string
 	// Etcd is true when the target elects through etcd: the harness starts an etcd
@@ -33,13 +36,20 @@ type Target struct {
 }
 
 var all = []Target{
-	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store", false},
-	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence", false},
-	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store", false},
-	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence", false},
-	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store", false},
-	{Etcd, "go.etcd.io/etcd/client/v3/concurrency", false, "etcd election (Campaign, session keep-alive, Resign); plain cursor write, no fence", true},
-	{EtcdFenced, "go.etcd.io/etcd/client/v3/concurrency", true, "etcd election; the leader key's create revision as the token; fenced store", true},
+	{Name: Reference, Fenced: true, Fence: "token (lease script)",
+		Description: "fenceline's election (lease, release notice) and its fenced store"},
+	{Name: Redsync, Library: "github.com/go-redsync/redsync/v4", Fence: "none",
+		Description: "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence"},
+	{Name: RedsyncFenced, Library: "github.com/go-redsync/redsync/v4", Fenced: true, Fence: "token (INCR after Lock)",
+		Description: "redsync mutex; a token from INCR after Lock; fenced store"},
+	{Name: Redislock, Library: "github.com/bsm/redislock", Fence: "none",
+		Description: "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence"},
+	{Name: RedislockFenced, Library: "github.com/bsm/redislock", Fenced: true, Fence: "token (INCR after Obtain)",
+		Description: "redislock; a token from INCR after Obtain; fenced store"},
+	{Name: Etcd, Library: "go.etcd.io/etcd/client/v3/concurrency", Etcd: true, Fence: "none",
+		Description: "etcd election (Campaign, session keep-alive, Resign); plain cursor write, no fence"},
+	{Name: EtcdFenced, Library: "go.etcd.io/etcd/client/v3/concurrency", Fenced: true, Etcd: true, Fence: "create revision of the leader key",
+		Description: "etcd election; the leader key's create revision as the token; fenced store"},
 }
 
 // All returns every target, the reference first.

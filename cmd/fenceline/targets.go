@@ -18,7 +18,8 @@ import (
 
 func runTargets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("targets", flag.ContinueOnError)
-	names := fs.String("targets", "all", "targets to run, comma-separated, or all: "+strings.Join(targets.Names(), ", "))
+	names := fs.String("targets", "all", "designs to run, comma-separated, or all: the targets ("+strings.Join(targets.Names(), ", ")+
+		") and the example nodes of other languages ("+strings.Join(nodePrograms(), ", ")+")")
 	seed := fs.Int64("seed", 1, "first seed: runs use seeds N..N+K-1 (the stops-only runs seed N)")
 	seeds := fs.Int("seeds", 3, "seeds per target (K)")
 	duration := fs.Duration("duration", 60*time.Second, "length of each run's chaos phase")
@@ -26,7 +27,8 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL")
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	out := fs.String("out", "reports/targets", "directory that receives the runs and targets.json")
-	table := fs.String("table", "reports/targets.md", "Markdown file that receives the table")
+	table := fs.String("table", "reports/targets.md", "Markdown file that receives the whole report")
+	doc := fs.String("doc", "", "Markdown page whose block between '<!-- make targets: begin -->' and '<!-- make targets: end -->' receives the comparison table (make targets: docs/targets.md)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -46,7 +48,16 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	return targetmatrix.Run(ctx, targetmatrix.Config{
-		Targets: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
-		Out: *out, Table: *table, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
+		Designs: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
+		Out: *out, Table: *table, Doc: *doc, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
 	}, stdout, stderr)
+}
+
+// nodePrograms lists the names of the example nodes the matrix runs.
+func nodePrograms() []string {
+	var out []string
+	for _, d := range targetmatrix.NodePrograms {
+		out = append(out, d.Name)
+	}
+	return out
 }

@@ -1,13 +1,15 @@
 //go:build chaos
 
-// Package targetmatrix runs every target (package targets) under the same seeds and
-// faults, through experiment/matrix, and writes the table that compares them:
-// `fenceline targets`, `make targets`. It exists in chaos builds only.
+// Package targetmatrix runs every design under test (the targets of package targets and
+// the example nodes of other languages) under the same seeds and faults, through
+// experiment/matrix, and writes the table that compares them: `fenceline targets`,
+// `make targets`. It exists in chaos builds only.
 package targetmatrix
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,17 +23,45 @@ import (
 	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/namelist"
 	"github.com/fenceline/fenceline/targets"
 	"github.com/fenceline/fenceline/workloads"
 )
 
-// Config is one matrix: targets × seeds Seed..Seed+Seeds-1, every run with the same
+// Design is one row of the matrix: a target of package targets, run by fenceline's own
+// nodes, or a program of another language that speaks the node protocol.
+type Design struct {
+	Name string
+	// Target is the target's name; "" for a node program.
+	Target string
+	// NodeCmd is the node program's command line (chaos --node-cmd), relative to the
+	// repository's root; "" for a target.
+	NodeCmd string
+	// Fenced is true when the store checks a fencing token on every cursor write.
+	Fenced bool
+	// Fence says what the fencing token is, for the table ("none" when unfenced).
+	Fence string
+}
+
+// NodePrograms are the example nodes of other languages (examples/), as the matrix runs
+// them from the repository's root.
+var NodePrograms = []Design{
+	{Name: "python-node", NodeCmd: "/usr/bin/python3 examples/python-node/node.py", Fenced: true, Fence: "token (lease script)"},
+	{Name: "node-listener", NodeCmd: "env NODE_PATH=/usr/share/nodejs node examples/node-listener/listener.js", Fenced: true, Fence: "token (lease script)"},
+}
+
+// designOf is target t as a row.
+func designOf(t targets.Target) Design {
+	return Design{Name: t.Name, Target: t.Name, Fenced: t.Fenced, Fence: t.Fence}
+}
+
+// Config is one matrix: designs × seeds Seed..Seed+Seeds-1, every run with the same
 // faults.
 type Config struct {
-	// Targets are the targets to run, in the table's order.
-	Targets []targets.Target
+	// Designs are the rows to run, in the table's order.
+	Designs []Design
 	// Seed is the first seed. Default (0): 1.
 	Seed int64
 	// Seeds: how many seeds each target runs (>= 1).
@@ -44,10 +74,16 @@ type Config struct {
 	Nemeses []string
 	// Out receives the run directories and targets.json.
 	Out string
-	// Table is the Markdown file that receives the table (reports/targets.md).
+	// Table is the Markdown file that receives the whole report (reports/targets.md).
 	Table string
+	// Doc, if set, is a Markdown page whose marked block receives the comparison table
+	// with its provenance (docs/targets.md).
+	Doc string
 	// Command is the command line, for the table's heading.
 	Command string
+	// Revision says which source the binary was built from (buildinfo), for the heading.
+	// Default: the running binary's.
+	Revision string
 }
 
 // seeds are the matrix's seeds.
@@ -55,6 +91,7 @@ func (c Config) seeds() matrix.Seeds { return matrix.Seeds{First: c.Seed, Count:
 
 // Record is one run of the matrix.
 type Record struct {
+	// Target is the design's name (a target or a node program).
 	Target string `json:"target"`
 	Fenced bool   `json:"fenced"`
 	Seed   int64  `json:"seed"`
@@ -78,6 +115,8 @@ type Record struct {
 	// Windows are the run's failover windows; Injected counts faults per kind.
 	Windows  []checker.Window `json:"windows"`
 	Injected map[string]int   `json:"injected"`
+	// LongestOverlap is the longest interval in which two nodes each believed they led.
+	LongestOverlap time.Duration `json:"longest_overlap_ns"`
 }
 
 // Run runs the matrix, prints progress to stderr and the table to stdout, and writes
@@ -87,9 +126,18 @@ type Record struct {
 // unfenced target found invalid is what the table measures, not a failure. It blocks;
 // once ctx is done it stops the run under way, skips the rest and writes what ran.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
-	if cfg.seeds().Check() != nil || len(cfg.Targets) == 0 || cfg.Table == "" {
+	if cfg.seeds().Check() != nil || len(cfg.Designs) == 0 || cfg.Table == "" {
 		fmt.Fprintln(stderr, "fenceline targets: need --seeds >= 1, --seed >= 1, a target and --table")
 		return exitcode.Usage
+	}
+	if cfg.Doc != "" {
+		if err := checkDoc(cfg.Doc); err != nil {
+			fmt.Fprintf(stderr, "fenceline targets: --doc %v\n", err)
+			return exitcode.Usage
+		}
+	}
+	if cfg.Revision == "" {
+		cfg.Revision = buildinfo.Read().String()
 	}
 	wl, err := workloads.ByName("listener")
 	if err != nil {
@@ -100,10 +148,10 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		Workload: wl, Backend: "local", LeaseTTL: cfg.LeaseTTL, Variant: "reference", Quiet: true}
 	var rows, handoffs []matrix.Row
 	proto := map[string]Record{} // by row
-	for _, t := range cfg.Targets {
+	for _, t := range cfg.Designs {
 		s := base
-		s.Target = t.Name
-		if err := s.Prepare(); err != nil { // every target's nodes accept the settings
+		s.Target, s.NodeCmd = t.Target, t.NodeCmd
+		if err := s.Prepare(); err != nil { // every design's nodes accept the settings
 			fmt.Fprintf(stderr, "fenceline targets: %s: %v\n", t.Name, err)
 			return exitcode.Usage
 		}
@@ -167,6 +215,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
 		return exitcode.Unknown
 	}
+	if cfg.Doc != "" {
+		if err := updateDoc(cfg.Doc, t.provenance()+"\n"+t.summary()); err != nil {
+			fmt.Fprintf(stderr, "fenceline targets: %v\n", err)
+			return exitcode.Unknown
+		}
+		fmt.Fprintf(stdout, "\ntable: %s and %s\n", cfg.Table, cfg.Doc)
+		return exitCode(recs)
+	}
 	fmt.Fprintf(stdout, "\ntable: %s\n", cfg.Table)
 	return exitCode(recs)
 }
@@ -192,6 +248,9 @@ func record(r Record, res matrix.Result) Record {
 	}
 	r.Failed = res.FailedChecks()
 	r.Windows = res.Outcome.Result.Windows
+	for _, o := range res.Outcome.Result.Overlaps {
+		r.LongestOverlap = max(r.LongestOverlap, o.Duration)
+	}
 	run, err := res.LoadRun()
 	if err != nil {
 		r.Incomplete = "the run directory cannot be read again: " + err.Error()
@@ -240,7 +299,27 @@ func (r Record) line() string {
 	return s + "; " + r.Dir
 }
 
-// Pick parses --targets: "all" or a comma-separated list.
-func Pick(list string) ([]targets.Target, error) {
-	return namelist.Pick("targets", list, targets.Names(), targets.ByName)
+// ErrUnknown is returned for a name that is neither a target nor a node program.
+var ErrUnknown = errors.New("targetmatrix: unknown design")
+
+// Pick parses --targets: "all" (every target, then every node program) or a
+// comma-separated list of their names.
+func Pick(list string) ([]Design, error) {
+	all := Designs()
+	names := make([]string, len(all))
+	for i, d := range all {
+		names[i] = d.Name
+	}
+	return namelist.Pick("targets", list, names, func(name string) (Design, error) {
+		return namelist.Find(all, func(d Design) string { return d.Name }, name, ErrUnknown)
+	})
+}
+
+// Designs lists every design: the targets, the reference first, then the node programs.
+func Designs() []Design {
+	var out []Design
+	for _, t := range targets.All() {
+		out = append(out, designOf(t))
+	}
+	return append(out, NodePrograms...)
 }

@@ -5,6 +5,7 @@ package targetmatrix
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,71 +35,25 @@ func (t table) byTarget(name string) []Record {
 	return out
 }
 
+// Title is the heading of the comparison table, in reports/targets.md and docs/targets.md.
+const Title = "Which elections keep a stale leader from writing?"
+
 // markdown is reports/targets.md.
 func (t table) markdown() string {
 	var b strings.Builder
 	c := t.cfg
-	fmt.Fprintf(&b, "# Redis locks under faults\n\n")
-	fmt.Fprintf(&b, "`%s`: each target, seeds %s, %s of chaos with faults %s, %d nodes, lease TTL %s, on the local backend. "+
-		"Started %s, %s of wall time.\n\n",
-		c.Command, c.seeds().Range(), c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL,
-		t.began.UTC().Format("2006-01-02 15:04 UTC"), t.elapsed.Round(time.Second))
-
-	b.WriteString("## Verdicts\n\n")
-	verdicts := matrix.Table{
-		Header: []string{"target", "fence", "runs", "valid", "invalid", "unknown", "checks failed (runs)", "events lost / duplicated", "first violation (median from start)"},
-		Right:  []bool{false, false, true, true, true, true, false, true, true},
-	}
-	for _, tg := range c.Targets {
-		rs := t.byTarget(tg.Name)
-		var valid, invalid, unknown, lost, dup int
-		failed := map[string]int{}
-		var firsts []time.Duration
-		for _, r := range rs {
-			switch {
-			case r.Verdict == checker.Valid:
-				valid++
-			case r.Verdict == checker.Invalid:
-				invalid++
-			default:
-				unknown++
-			}
-			for _, f := range r.Failed {
-				failed[f]++
-			}
-			lost += r.Lost
-			dup += r.Duplicated
-			if r.FirstCheck != "" {
-				firsts = append(firsts, r.FirstAt)
-			}
-		}
-		fence := "token (INCR)"
-		switch {
-		case tg.Name == "reference":
-			fence = "token (lease script)"
-		case !tg.Fenced:
-			fence = "none"
-		}
-		var fl []string
-		for _, k := range slices.Sorted(maps.Keys(failed)) {
-			fl = append(fl, fmt.Sprintf("%s (%d)", k, failed[k]))
-		}
-		first := "—"
-		if len(firsts) > 0 {
-			first = checker.Summarize(firsts).P50.Round(100 * time.Millisecond).String()
-		}
-		verdicts.Add(tg.Name, fence, strconv.Itoa(len(rs)), strconv.Itoa(valid), strconv.Itoa(invalid), strconv.Itoa(unknown),
-			matrix.OrDash(strings.Join(fl, ", ")), fmt.Sprintf("%d / %d", lost, dup), first)
-	}
-	verdicts.Markdown(&b)
+	fmt.Fprintf(&b, "# %s\n\n", Title)
+	b.WriteString(t.provenance())
+	b.WriteString("\n")
+	b.WriteString(t.summary())
 
 	kinds := t.kinds()
-	b.WriteString("\n## Target × fault\n\n")
+	b.WriteString("\n## Design × fault\n\n")
 	b.WriteString("Each cell: the runs whose first violation came after a fault of that kind (the latest fault injected before it; ✓ none), " +
 		"then the failover window p50 / p99 over every run of the target (fault → first commit accepted under a newer token; " +
 		"— when no fault of the kind displaced the leader).\n\n")
-	byFault := matrix.Table{Header: append([]string{"target"}, kinds...)}
-	for _, tg := range c.Targets {
+	byFault := matrix.Table{Header: append([]string{"design"}, kinds...)}
+	for _, tg := range c.Designs {
 		rs := t.byTarget(tg.Name)
 		cells := []string{tg.Name}
 		for _, k := range kinds {
@@ -129,34 +84,8 @@ func (t table) markdown() string {
 	}
 	byFault.Markdown(&b)
 
-	b.WriteString("\n## Graceful handoff\n\n")
-	fmt.Fprintf(&b, "Every `stop` fault (SIGTERM: the leader releases its lock) that displaced the leader, in the runs above and in one run per target with stops only (seed %d), "+
-		"from the signal to the first commit under the new leader's token. "+
-		"The reference's standbys take over on its release notice; a library's standbys find out on their next retry.\n\n", c.seeds().From())
-	handoffs := matrix.Table{Header: []string{"target", "handoffs", "p50", "p99", "max"}, Right: []bool{false, true, true, true, true}}
-	for _, tg := range c.Targets {
-		var ws []time.Duration
-		for _, r := range t.recs {
-			if r.Target != tg.Name {
-				continue
-			}
-			for _, w := range r.Windows {
-				if w.Fault == faults.Stop {
-					ws = append(ws, w.ToNewToken)
-				}
-			}
-		}
-		d := checker.Summarize(ws)
-		if d.Count == 0 {
-			handoffs.Add(tg.Name, "0", "—", "—", "—")
-			continue
-		}
-		handoffs.Add(tg.Name, strconv.Itoa(d.Count), matrix.Dur(d.P50), matrix.Dur(d.P99), matrix.Dur(d.Max))
-	}
-	handoffs.Markdown(&b)
-
 	b.WriteString("\n## Runs\n\n")
-	runs := matrix.Table{Header: []string{"target", "seed", "verdict", "first violation", "after fault", "run directory"},
+	runs := matrix.Table{Header: []string{"design", "seed", "verdict", "first violation", "after fault", "run directory"},
 		Right: []bool{false, true}}
 	for _, r := range t.recs {
 		first := "—"
@@ -175,13 +104,142 @@ func (t table) markdown() string {
 	return b.String()
 }
 
-// kinds are the fault kinds of the runs, in faults.All's order.
+// kinds are the fault kinds of the runs, in faults.Known's order: those asked for and
+// those the runs injected besides (the fp-load-race probe that ends an all-fault run).
 func (t table) kinds() []string {
 	var out []string
-	for _, k := range faults.All() {
-		if slices.Contains(t.cfg.Nemeses, k) {
+	for _, k := range faults.Known() {
+		injected := slices.ContainsFunc(t.recs, func(r Record) bool { return r.Injected[k] > 0 })
+		if slices.Contains(t.cfg.Nemeses, k) || injected {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// provenance is the paragraph that says what produced the figures: the command, the
+// binary's commit, the settings and when.
+func (t table) provenance() string {
+	c := t.cfg
+	return fmt.Sprintf("`%s` on %s: each design, seeds %s, %s of chaos with faults %s (and those of its coordination service), "+
+		"%d nodes, lease TTL %s, on the local backend; then one run per design with graceful stops only. "+
+		"Started %s, %s of wall time.\n",
+		c.Command, c.Revision, c.seeds().Range(), c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL,
+		t.began.UTC().Format("2006-01-02 15:04 UTC"), t.elapsed.Round(time.Second))
+}
+
+// summary is the comparison table: one row per design.
+func (t table) summary() string {
+	tb := matrix.Table{
+		Header: []string{"design", "fence", "runs", "valid", "invalid", "unknown", "checks failed (runs)",
+			"first violation (median)", "events lost / duplicated", "crash failover p50 / p99 (n)",
+			"graceful failover p50 / p99 (n)", "longest overlap"},
+		Right: []bool{false, false, true, true, true, true, false, true, true, true, true, true},
+	}
+	for _, d := range t.cfg.Designs {
+		rs := t.byTarget(d.Name)
+		var valid, invalid, unknown, lost, dup int
+		var overlap time.Duration
+		failed := map[string]int{}
+		var firsts []time.Duration
+		for _, r := range rs {
+			switch {
+			case r.Verdict == checker.Valid:
+				valid++
+			case r.Verdict == checker.Invalid:
+				invalid++
+			default:
+				unknown++
+			}
+			for _, f := range r.Failed {
+				failed[f]++
+			}
+			lost += r.Lost
+			dup += r.Duplicated
+			overlap = max(overlap, r.LongestOverlap)
+			if r.FirstCheck != "" {
+				firsts = append(firsts, r.FirstAt)
+			}
+		}
+		var fl []string
+		for _, k := range slices.Sorted(maps.Keys(failed)) {
+			fl = append(fl, fmt.Sprintf("%s (%d)", k, failed[k]))
+		}
+		checks := strings.Join(fl, ", ")
+		if !d.Fenced {
+			checks = strings.TrimPrefix(checks+"; no-stale-write: not applicable, no fence", "; ")
+		}
+		first := "—"
+		if len(firsts) > 0 {
+			first = checker.Summarize(firsts).P50.Round(100 * time.Millisecond).String()
+		}
+		tb.Add(d.Name, matrix.OrDash(d.Fence), strconv.Itoa(len(rs)), strconv.Itoa(valid), strconv.Itoa(invalid), strconv.Itoa(unknown),
+			matrix.OrDash(checks), first, fmt.Sprintf("%d / %d", lost, dup),
+			percentiles(t.windows(d.Name, faults.Kill, false)), percentiles(t.windows(d.Name, faults.Stop, true)),
+			matrix.Dur(overlap))
+	}
+	var b strings.Builder
+	tb.Markdown(&b)
+	b.WriteString("\nCrash failover: from a `kill` (SIGKILL) of the leader to the first commit accepted under a newer token, " +
+		"in the all-fault runs. Graceful: the same from a `stop` (SIGTERM: the leader releases), in every run. " +
+		"Longest overlap: the longest time two nodes each believed they led, in the all-fault runs (it is how long a " +
+		"stale leader could write if nothing fenced it). Lost and duplicated events are counted in runs that failed exactly-once.\n")
+	return b.String()
+}
+
+// windows returns the failover windows of design name caused by faults of kind, from its
+// all-fault runs and, with handoff, from its stops-only run too.
+func (t table) windows(name, kind string, handoff bool) []time.Duration {
+	var ws []time.Duration
+	for _, r := range t.recs {
+		if r.Target != name || (r.Handoff && !handoff) {
+			continue
+		}
+		for _, w := range r.Windows {
+			if w.Fault == kind {
+				ws = append(ws, w.ToNewToken)
+			}
+		}
+	}
+	return ws
+}
+
+// percentiles renders "p50 / p99 (n)", or "— (0)".
+func percentiles(ws []time.Duration) string {
+	if len(ws) == 0 {
+		return "— (0)"
+	}
+	d := checker.Summarize(ws)
+	return fmt.Sprintf("%s / %s (%d)", matrix.Dur(d.P50), matrix.Dur(d.P99), d.Count)
+}
+
+// The markers of the block of docs/targets.md that `make targets` rewrites.
+const (
+	docBegin = "<!-- make targets: begin -->"
+	docEnd   = "<!-- make targets: end -->"
+)
+
+// updateDoc replaces the block between docBegin and docEnd in the Markdown file path
+// with block (checkDoc first, then the same with write).
+func updateDoc(path, block string) error { return rewriteDoc(path, block, true) }
+
+// checkDoc returns an error unless path is a Markdown file with docBegin and docEnd in
+// that order: checked before the runs, so that their figures land where the page says.
+func checkDoc(path string) error { return rewriteDoc(path, "", false) }
+
+func rewriteDoc(path, block string, write bool) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, docBegin), strings.Index(s, docEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no block between %q and %q to write the table into", path, docBegin, docEnd)
+	}
+	if !write {
+		return nil
+	}
+	s = s[:i+len(docBegin)] + "\n" + block + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
 }
