@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
@@ -131,5 +132,32 @@ func TestEtcdFaultsNeedEtcd(t *testing.T) {
 	e := newFakeEtcd("e1")
 	if err := HealAll(ctx, e); err != nil || !slices.Contains(e.did, "start etcd") {
 		t.Errorf("HealAll: %v, did %v", err, e.did)
+	}
+}
+
+// A schedule of the etcd faults holds each for its time (the member faults longer than
+// the lease but the restart) and aims only the partition at a node.
+func TestEtcdSchedule(t *testing.T) {
+	lease := time.Second
+	steps, err := NewSchedule(ScheduleOptions{Seed: 3, Kinds: faults.Etcd(), Duration: time.Minute, LeaseTTL: lease, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range steps {
+		seen[s.Kind] = true
+		minHold := lease * 3 / 2
+		if s.Kind == faults.EtcdRestart {
+			minHold = lease / 10
+		}
+		if s.Params.Hold < minHold {
+			t.Errorf("%s held %v, want >= %v", s.Kind, s.Params.Hold, minHold)
+		}
+		if aimed := s.Aim != (Aim{}); aimed != (s.Kind == faults.PartitionEtcd) {
+			t.Errorf("%s aimed at %v", s.Kind, s.Aim)
+		}
+	}
+	if len(seen) != len(faults.Etcd()) {
+		t.Errorf("a minute of etcd faults drew only %v", seen)
 	}
 }
