@@ -19,6 +19,9 @@ STORE     ?= redis
 LEASE_TTL ?= 2s
 OUT       ?= reports/runs
 BUDGET    ?=
+# ETCD=1 makes `make images` build the etcd image too (fenceline-etcd:dev), which the
+# docker backend needs for the targets that elect through etcd.
+ETCD      ?=
 # NODE_CMD runs that command as each node instead of fenceline's own (docs/node-protocol.md).
 NODE_CMD  ?=
 
@@ -108,7 +111,7 @@ chaos: check-deps $(if $(filter postgres,$(STORE)),check-postgres) build $(if $(
 # images builds the docker backend's images from this checkout, FROM scratch: nothing is
 # pulled; an image whose inputs did not change is not rebuilt.
 images: check-deps $(if $(filter postgres,$(STORE)),check-postgres)
-	$(GO) run ./docker/cmd/images $(if $(filter postgres,$(STORE)),-postgres)
+	$(GO) run ./docker/cmd/images $(if $(filter postgres,$(STORE)),-postgres) $(if $(ETCD),-etcd)
 
 # docker-prune removes the containers and networks that killed runs left behind (images stay).
 docker-prune:

@@ -28,7 +28,7 @@ var layers = []layer{
 	{"images", []string{"docker"}},
 	{"backend interface and Redis topologies", []string{"backend"}},
 	{"backends", []string{"backend/"}},
-	{"faults and schedules", []string{"nemesis"}},
+	{"faults and schedules", []string{"nemesis", "nemesis/"}},
 	{"one run", []string{"harness", "harness/"}},
 	{"experiments", []string{"experiment/"}},
 	{"commands", []string{"cmd/", "docker/cmd/"}},

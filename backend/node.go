@@ -27,6 +27,10 @@ type Spec struct {
 	SourceBacklog int64
 	// Redis is how Redis runs. Default: one server (TopologySingle).
 	Redis RedisSpec
+	// EtcdMembers is the size of the etcd cluster the backend runs beside Redis: 0 (none),
+	// 1 or 3; default 1 for a target that elects through etcd (targets.Target.Etcd).
+	// Each node reaches each member through a proxy of its own (EtcdProxyName).
+	EtcdMembers int
 }
 
 // Redis topologies.

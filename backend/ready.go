@@ -36,6 +36,12 @@ func (s Spec) WithDefaults() (Spec, error) {
 	if err := s.Redis.Validate(); err != nil {
 		return s, err
 	}
+	if s.EtcdMembers == 0 && s.Node.UsesEtcd() {
+		s.EtcdMembers = 1
+	}
+	if err := ValidateEtcdMembers(s.EtcdMembers); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 

@@ -65,6 +65,9 @@ type BuildOptions struct {
 	// Postgres also builds ImagePostgres (PostgreSQL 15 from Debian's postgresql
 	// package, found as internal/pgserver finds it), for --store postgres. Default false.
 	Postgres bool
+	// Etcd also builds ImageEtcd (Debian's etcd from PATH), for the targets that elect
+	// through etcd. Default false.
+	Etcd bool
 	// Force builds every image even when its inputs did not change.
 	Force bool
 	// BuildLog receives the Docker build output. Default: discard.
@@ -90,7 +93,7 @@ var ErrRedisNotInstalled = errors.New("docker: redis-server not found (install D
 // BuildImages builds the three images from this checkout: the static fenceline and
 // toxiproxy binaries (go build, CGO_ENABLED=0) and Debian's redis-server with its
 // libraries, each FROM scratch, with Docker's classic builder; with opts.Postgres also
-// ImagePostgres. Nothing is pulled. An
+// ImagePostgres, with opts.Etcd ImageEtcd. Nothing is pulled. An
 // image whose build context hashes to the value of its LabelInputs label is not built
 // again, so a second call with nothing changed costs the two cached `go build`s and a
 // hash. It blocks until all three are done; concurrent calls (from several processes)
@@ -153,6 +156,9 @@ func BuildImages(ctx context.Context, opts BuildOptions) ([]ImageResult, error) 
 	}
 	if opts.Postgres {
 		jobs = append(jobs, job{ImagePostgres, "postgres", postgresRootfs, postgresData})
+	}
+	if opts.Etcd {
+		jobs = append(jobs, job{ImageEtcd, "etcd", etcdRootfs, nil})
 	}
 	results := make([]ImageResult, len(jobs))
 	errs := make([]error, len(jobs))

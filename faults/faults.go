@@ -22,6 +22,13 @@ const (
 	PostgresRestart      = "postgres-restart"       // PostgreSQL crashed (immediate shutdown) and restarted
 	PartitionPostgres    = "partition-postgres"     // node's PostgreSQL link silently drops data
 
+	// The faults of a run with etcd (--etcd-members): a member's process, or a node's
+	// links to every member. See docs/faults.md for what each does with one member.
+	EtcdKill      = "etcd-kill"      // SIGKILL of an etcd member (the raft leader of three), restarted at heal
+	EtcdPause     = "etcd-pause"     // SIGSTOP of that member, longer than the lease; SIGCONT at heal
+	EtcdRestart   = "etcd-restart"   // an etcd member killed and restarted at once
+	PartitionEtcd = "partition-etcd" // node's links to every etcd member silently drop data
+
 	// Failpoint faults (a failpoints build): each arms failpoints on the leader, or on
 	// whoever leads next, at a moment that matters. `failpoint` in a list names them all.
 	FPLateCommit     = "fp-late-commit"      // the leader's next commit and renewal held back 1.5 leases
@@ -98,11 +105,32 @@ func All() []string {
 // all` adds there. The slice is new at each call.
 func Postgres() []string { return []string{PostgresRestart, PartitionPostgres} }
 
+// Etcd returns the fault kinds of a run with etcd, which `--nemesis all` adds there.
+// The slice is new at each call.
+func Etcd() []string { return []string{EtcdKill, EtcdPause, EtcdRestart, PartitionEtcd} }
+
+// ErrNoEtcd is returned (wrapped) for an etcd fault in a run without etcd.
+var ErrNoEtcd = errors.New("fault needs etcd")
+
+// CheckEtcd returns an error wrapping ErrNoEtcd for the first etcd fault of kinds when
+// the run has no etcd.
+func CheckEtcd(kinds []string, etcd bool) error {
+	if etcd {
+		return nil
+	}
+	for _, k := range kinds {
+		if slices.Contains(Etcd(), k) {
+			return fmt.Errorf("%w: %s acts on etcd, which only a target that elects through it runs (--target etcd or etcd-fenced)", ErrNoEtcd, k)
+		}
+	}
+	return nil
+}
+
 // Known returns every fault kind. The slice is new at each call. The failpoint faults
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
 // `failpoint`) to add them. Nor are the replicated faults: see AllFor.
 func Known() []string {
-	return append(append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...), Postgres()...)
+	return append(append(append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

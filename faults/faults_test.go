@@ -32,7 +32,7 @@ func TestParseList(t *testing.T) {
 func TestKnownIsAllPlusVolatileFailpointsAndReplicated(t *testing.T) {
 	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
 		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) ||
-		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+1+len(Failpoints())+len(Replicated())+len(Postgres()) {
+		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+1+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()
@@ -59,5 +59,23 @@ func TestTopology(t *testing.T) {
 	}
 	if single, _ := ParseList("all"); !slices.Equal(single, []string{Clock, Delay, Kill, PartitionBlackhole, PartitionReset, Pause, RedisRestart, Stop}) {
 		t.Fatalf("all without replicas changed: %v", single)
+	}
+}
+
+// An etcd fault in a run without etcd is refused by name; with etcd, every one is fine.
+func TestCheckEtcd(t *testing.T) {
+	if err := CheckEtcd([]string{Kill, PartitionEtcd}, false); !errors.Is(err, ErrNoEtcd) {
+		t.Fatalf("partition-etcd without etcd: %v, want ErrNoEtcd", err)
+	}
+	if err := CheckEtcd(append(All(), Etcd()...), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckEtcd(All(), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Etcd() {
+		if !IsKnown(k) || slices.Contains(All(), k) {
+			t.Errorf("%s: known %v, in all %v", k, IsKnown(k), slices.Contains(All(), k))
+		}
 	}
 }

@@ -44,6 +44,9 @@ type Config struct {
 	Node backend.NodeOptions
 	// Redis is how Redis runs. Default: one server.
 	Redis backend.RedisSpec
+	// EtcdMembers is the size of the etcd cluster beside Redis (backend.Spec.EtcdMembers):
+	// 0, 1 or 3; default 1 for a target that elects through etcd, 0 for the others.
+	EtcdMembers int
 	// Backend names the backend in the run's record ("local", "docker").
 	Backend string
 	// Start starts the cluster's backend.
@@ -117,6 +120,9 @@ func (c *Config) defaults() error {
 	if c.StartToken < 0 || c.StartCursor < 0 {
 		return fmt.Errorf("harness: start token %d and cursor %d must be >= 0", c.StartToken, c.StartCursor)
 	}
+	if c.EtcdMembers == 0 && c.Node.UsesEtcd() {
+		c.EtcdMembers = 1
+	}
 	c.Node.StartToken, c.Node.StartCursor = c.StartToken, c.StartCursor
 	c.Node.Chaos = true
 	c.Node.Workload = c.Workload.Name
@@ -184,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Persistence: cfg.Persistent(), Election: cfg.Node.Election, Versions: cfg.Versions,
 		Budget: cfg.Budget, Store: cmp.Or(cfg.Node.Store, "redis"), Schedule: cfg.ScheduleKind,
 		StartToken: cfg.StartToken, StartCursor: cfg.StartCursor,
-		SourceRate: cfg.Workload.SourceRate,
+		SourceRate: cfg.Workload.SourceRate, EtcdMembers: cfg.EtcdMembers,
 		Redis: &history.RedisSetup{
 			Topology: cmp.Or(cfg.Redis.Topology, backend.TopologySingle), Wait: cfg.Node.RedisWait,
 			MinReplicasToWrite: cfg.Redis.MinReplicasToWrite, MinReplicasMaxLag: cfg.Redis.MinReplicasMaxLag,
@@ -249,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c, err := cfg.Start(ctx, backend.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
-		SourceBacklog: cfg.StartCursor,
+		SourceBacklog: cfg.StartCursor, EtcdMembers: cfg.EtcdMembers,
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.

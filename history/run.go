@@ -69,6 +69,8 @@ type RunInfo struct {
 	Store string `json:"store,omitempty"`
 	// Redis is how Redis ran. Runs recorded before it existed leave it nil: one server.
 	Redis *RedisSetup `json:"redis,omitempty"`
+	// EtcdMembers is the size of the etcd cluster the run had (--etcd-members); 0: none.
+	EtcdMembers int `json:"etcd_members,omitempty"`
 	// Schedule is how the run's schedule was made: "random" ("" too), "targeted",
 	// "mixed" (generated from Seed), or "replayed" (given, by a replay or a shrink).
 	Schedule string `json:"schedule,omitempty"`

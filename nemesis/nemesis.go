@@ -104,6 +104,10 @@ func ByKind(kind string) (Fault, error) {
 		return postgresRestartFault{}, nil
 	case faults.PartitionPostgres:
 		return postgresPartitionFault{}, nil
+	case faults.EtcdKill, faults.EtcdPause, faults.EtcdRestart:
+		return &etcdMemberFault{kind: kind}, nil
+	case faults.PartitionEtcd:
+		return etcdPartitionFault{}, nil
 	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 		return failpointFault{kind: kind}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
@@ -114,7 +118,7 @@ func ByKind(kind string) (Fault, error) {
 	return nil, fmt.Errorf("%w: %q (known: %s, all, none)", faults.ErrUnknown, kind, strings.Join(faults.Known(), ", "))
 }
 
-// HealAll heals every fault kind on every node and Redis, whatever is open. It is what
+// HealAll heals every fault kind on every node, Redis, PostgreSQL and etcd, whatever is open. It is what
 // the runner does unconditionally at the end of the chaos phase (and on Ctrl-C), and it
 // returns every error it met rather than stopping at the first.
 func HealAll(ctx context.Context, c Backend) error {
@@ -130,6 +134,9 @@ func HealAll(ctx context.Context, c Backend) error {
 		if err := p.StartPostgres(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := healEtcd(ctx, c); err != nil {
+		errs = append(errs, err)
 	}
 	for _, id := range c.Nodes() {
 		if c.Running(id) {

@@ -101,8 +101,14 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		switch s.Kind {
 		case faults.Kill, faults.Stop:
 			s.Params.Hold = between(0.5, 1.5)
-		case faults.Pause, faults.PartitionReset, faults.PartitionBlackhole:
+		case faults.Pause, faults.PartitionReset, faults.PartitionBlackhole, faults.PartitionEtcd:
 			s.Params.Hold = between(1.5, 2.5)
+		case faults.EtcdKill, faults.EtcdPause:
+			// Longer than the lease, as a node's pause: with one member, every node's
+			// session is past its TTL before etcd serves again.
+			s.Params.Hold = between(1.5, 2.5)
+		case faults.EtcdRestart:
+			s.Params.Hold = between(0.1, 0.5)
 		case faults.Delay:
 			// Long enough for a write sent before the fault to arrive while it holds.
 			s.Params.Hold = DelayLatency(s.Params) + lease/2

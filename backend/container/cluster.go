@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,8 @@ type Backend struct {
 	redis, toxiproxy, source *box
 	// postgres is the run's PostgreSQL when the nodes keep the cursor there; else nil.
 	postgres *box
+	// etcd are the run's etcd members (Spec.EtcdMembers), in member order; else none.
+	etcd []*box
 	// data and sentinels are the sentinel topology's containers, data and relay the
 	// cluster topology's (redis is then nil); ReplicaFaults.Set is the topology's
 	// watcher, toxiIP the toxiproxy container's address (sentinel.go, rediscluster.go).
@@ -115,7 +118,8 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkImages(ctx, cli, cfg.Node.Store == backend.StorePostgres && cfg.PostgresImage == docker.ImagePostgres); err != nil {
+	if err := checkImages(ctx, cli, cfg.Node.Store == backend.StorePostgres && cfg.PostgresImage == docker.ImagePostgres,
+		cfg.EtcdMembers > 0 && cfg.EtcdImage == docker.ImageEtcd); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -153,6 +157,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if cfg.Node.Store == backend.StorePostgres {
 		c.postgres = c.newBox("postgres", postgresPort, probePostgres)
 	}
+	c.newEtcdBoxes()
 	for _, id := range c.ids {
 		c.nodes[id] = c.newBox(id, controlPort, probeHTTP("/health"))
 	}
@@ -184,6 +189,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 					return err
 				}
 			}
+			if err := c.createEtcdProxies(ctx); err != nil {
+				return err
+			}
 			if cfg.Redis.Topology == backend.TopologyCluster {
 				// Its servers replicate through the toxiproxy container: it must run first.
 				return c.startCluster(ctx)
@@ -201,6 +209,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if c.postgres != nil {
 		steps = append(steps, func() error { return c.createAndStart(ctx, c.postgres, cfg.PostgresImage, nil, nil) })
 	}
+	steps = append(steps, c.startEtcdSteps(ctx)...)
 	if replicated {
 		// The nodes' arguments name the Sentinels' addresses: the topology first.
 		if err := parallel(steps...); err != nil {
@@ -235,6 +244,7 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 		if c.postgres != nil {
 			args = append(args, postgresArgs(i)...)
 		}
+		args = append(args, cfg.Node.EtcdArgs(c.etcdProxies(i))...)
 		args = append(args, topoArgs...)
 		steps = append(steps, func() error { return c.create(ctx, c.nodes[id], docker.ImageFenceline, args, historyBind) })
 	}
@@ -263,7 +273,7 @@ func (c *Backend) labels(role string) map[string]string {
 
 func (c *Backend) boxes() []*box {
 	var all []*box
-	for _, b := range append([]*box{c.redis, c.toxiproxy, c.source, c.postgres, c.relay}, append(c.data, c.sentinels...)...) {
+	for _, b := range slices.Concat([]*box{c.redis, c.toxiproxy, c.source, c.postgres, c.relay}, c.data, c.sentinels, c.etcd) {
 		if b != nil {
 			all = append(all, b)
 		}
@@ -786,11 +796,14 @@ func (c *Backend) close(ctx context.Context) error {
 }
 
 // checkImages fails with a hint when an image is missing: nothing can be pulled.
-func checkImages(ctx context.Context, cli *client.Client, postgres bool) error {
+func checkImages(ctx context.Context, cli *client.Client, postgres, etcd bool) error {
 	var missing []string
-	imgs := docker.Images
+	imgs := slices.Clone(docker.Images)
 	if postgres {
-		imgs = append(imgs[:len(imgs):len(imgs)], docker.ImagePostgres)
+		imgs = append(imgs, docker.ImagePostgres)
+	}
+	if etcd {
+		imgs = append(imgs, docker.ImageEtcd)
 	}
 	for _, img := range imgs {
 		if _, err := cli.ImageInspect(ctx, img); err != nil {
@@ -800,7 +813,10 @@ func checkImages(ctx context.Context, cli *client.Client, postgres bool) error {
 	if len(missing) > 0 {
 		hint := "make images"
 		if postgres {
-			hint = "make images STORE=postgres"
+			hint += " STORE=postgres"
+		}
+		if etcd {
+			hint += " ETCD=1"
 		}
 		return fmt.Errorf("%w: %s (build them with '%s'; nothing can be pulled)", ErrNoImages, strings.Join(missing, ", "), hint)
 	}

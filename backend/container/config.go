@@ -35,6 +35,9 @@ type Config struct {
 	// must serve the superuser postgres without a password on port 5432. Default
 	// docker.ImagePostgres.
 	PostgresImage string
+	// EtcdImage is the image of the etcd members, for a cluster that runs etcd: etcd
+	// itself as the entrypoint, given every flag. Default docker.ImageEtcd.
+	EtcdImage string
 	// Logger receives the backend's own events (container started, killed...). Default:
 	// discard.
 	Logger *slog.Logger
@@ -74,6 +77,9 @@ func (c *Config) defaults() error {
 	}
 	if c.PostgresImage == "" {
 		c.PostgresImage = docker.ImagePostgres
+	}
+	if c.EtcdImage == "" {
+		c.EtcdImage = docker.ImageEtcd
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

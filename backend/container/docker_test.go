@@ -43,7 +43,7 @@ func images(tb testing.TB) {
 	buildOnce.Do(func() {
 		t0 := time.Now()
 		var res []docker.ImageResult
-		res, buildErr = docker.BuildImages(context.Background(), docker.BuildOptions{Postgres: true})
+		res, buildErr = docker.BuildImages(context.Background(), docker.BuildOptions{Postgres: true, Etcd: true})
 		if buildErr != nil {
 			return
 		}

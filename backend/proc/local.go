@@ -22,6 +22,7 @@ import (
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/internal/etcdserver"
 	"github.com/fenceline/fenceline/internal/pgserver"
 	"github.com/fenceline/fenceline/internal/redisserver"
 	"github.com/fenceline/fenceline/node"
@@ -46,6 +47,8 @@ type Backend struct {
 	replicas backend.LocalReplicas
 	backend.ReplicaFaults
 	pg *pgserver.Server // nil unless the nodes keep the cursor in PostgreSQL
+	// etcd is nil unless Spec.EtcdMembers > 0; it may be only part-started (Start failed).
+	etcd *etcdserver.Cluster
 
 	toxi     *toxiproxyserver.ApiServer
 	toxiHTTP *http.Server
@@ -71,7 +74,8 @@ type localNode struct {
 	// or cluster seeds, and its proxies to the data nodes (see backend.SentinelSet.NodeArgs,
 	// backend.ClusterSet.NodeArgs).
 	redisArgs []string
-	postgres  string // its PostgreSQL URL through its proxy ("" for a Redis store)
+	postgres  string   // its PostgreSQL URL through its proxy ("" for a Redis store)
+	etcd      []string // its proxies to the etcd members, in member order
 	proc      *process
 	paused    bool
 }
@@ -158,6 +162,11 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 			return nil, err
 		}
 	}
+	if cfg.EtcdMembers > 0 {
+		if err := l.startEtcd(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, id := range l.ids {
 		if err := l.StartNode(ctx, id); err != nil {
 			return nil, err
@@ -228,6 +237,7 @@ func (l *Backend) StartNode(ctx context.Context, id string) error {
 	if n.postgres != "" {
 		args = append(args, "--postgres", n.postgres)
 	}
+	args = append(args, l.cfg.Node.EtcdArgs(n.etcd)...)
 	if c := l.cfg.Node.Cmd; c != "" {
 		// exec: the shell becomes the node, so that signals (stop, kill, pause) reach it.
 		bin, args = "/bin/sh", []string{"-c", "exec " + c}
@@ -502,7 +512,7 @@ func (l *Backend) ControlAddr(id string) string {
 }
 
 // Close implements backend.Backend: it kills every node and the source, stops toxiproxy (closing
-// every proxy and its port) and kills Redis.
+// every proxy and its port), kills Redis, PostgreSQL and the etcd members.
 func (l *Backend) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
@@ -541,6 +551,9 @@ func (l *Backend) Close(ctx context.Context) error {
 			}
 		}
 		if err := l.closePostgres(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := l.closeEtcd(); err != nil {
 			errs = append(errs, err)
 		}
 		l.closeErr = errors.Join(append(errs, l.closeErr)...)

@@ -62,6 +62,10 @@ type Spec struct {
 	NodeCmd string
 	// Store is where the nodes keep the cursor: "redis" ("" too) or "postgres".
 	Store string
+	// EtcdMembers is the size of the etcd cluster of a target that elects through etcd:
+	// 1 or 3; Prepare makes 0 the default, 1, for such a target, and refuses any other
+	// value for the rest.
+	EtcdMembers int
 	// Out is the directory that receives the run directory.
 	Out string
 	// Binary is the fenceline binary the nodes run; prepare fills it with this
@@ -146,6 +150,9 @@ func (s *Spec) Prepare() error {
 	if s.Store != "" && (s.NodeCmd != "" || (s.Target != "" && s.Target != targets.Reference)) {
 		return errors.New("--store postgres runs the reference target, not --target or --node-cmd")
 	}
+	if err := s.prepareEtcd(); err != nil {
+		return err
+	}
 	if s.Binary == "" {
 		bin, err := os.Executable()
 		if err != nil {
@@ -165,6 +172,11 @@ func (s *Spec) Prepare() error {
 		// STORE=postgres'); a missing image fails its start with that hint.
 		if _, err := pgserver.BinDir(); err != nil {
 			return fmt.Errorf("--store postgres: %w, or run 'make chaos STORE=postgres', which does", err)
+		}
+	}
+	if name == "local" && s.EtcdMembers > 0 {
+		if _, err := exec.LookPath("etcd"); err != nil {
+			return errors.New("--target " + s.Target + ": etcd is not in PATH (the local backend runs it): install it with 'apt-get install -y etcd-server'")
 		}
 	}
 	if name == "local" {
@@ -190,6 +202,38 @@ func (s *Spec) Prepare() error {
 	}
 	s.start, s.Backend = start, name
 	return nil
+}
+
+// UsesEtcd reports whether the run's target elects through etcd.
+func (s Spec) UsesEtcd() bool {
+	t, err := targets.ByName(cmp.Or(s.Target, targets.Reference))
+	return err == nil && t.Etcd
+}
+
+// prepareEtcd resolves and checks the etcd cluster's size, and the etcd faults against
+// it.
+func (s *Spec) prepareEtcd() error {
+	switch {
+	case s.UsesEtcd() && s.EtcdMembers == 0:
+		s.EtcdMembers = 1
+	case !s.UsesEtcd() && s.EtcdMembers != 0:
+		return fmt.Errorf("--etcd-members %d: target %s does not elect through etcd (%s)", s.EtcdMembers, cmp.Or(s.Target, targets.Reference), strings.Join(etcdTargets(), ", "))
+	}
+	if s.EtcdMembers != 0 && s.EtcdMembers != 1 && s.EtcdMembers != 3 {
+		return fmt.Errorf("--etcd-members %d: 1 or 3", s.EtcdMembers)
+	}
+	return faults.CheckEtcd(s.Nemeses, s.EtcdMembers > 0)
+}
+
+// etcdTargets lists the targets that elect through etcd.
+func etcdTargets() []string {
+	var out []string
+	for _, t := range targets.All() {
+		if t.Etcd {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // probes reports whether the run's schedule ends with the load-race probe: a listener
@@ -263,6 +307,11 @@ func (s Spec) checkNode() error {
 	if s.Store != "" {
 		args = append(args, "--postgres", "postgres://postgres@127.0.0.1:5432/postgres") // connected to by nothing
 	}
+	etcd := make([]string, s.EtcdMembers)
+	for i := range etcd {
+		etcd[i] = fmt.Sprintf("127.0.0.1:%d", 2379+i) // connected to by nothing
+	}
+	args = append(args, s.NodeOptions().EtcdArgs(etcd)...)
 	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -338,7 +387,8 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
-		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
+		EtcdMembers: s.EtcdMembers,
+		Versions:    map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
 	}
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"

@@ -45,6 +45,7 @@ func (st *Settings) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&st.Backend, "backend", "local", "where the nodes run: local (processes on 127.0.0.1), docker (containers; run 'make images' first), or auto (docker when an engine answers, else local)")
 	fs.DurationVar(&st.LeaseTTL, "lease-ttl", election.DefaultLeaseTTL, "lease TTL of the election (>= 100ms)")
 	fs.StringVar(&st.Store, "store", "redis", "where the nodes keep the cursor and the ledger: redis, or postgres (a PostgreSQL of the run's own: a process on the local backend, a container of fenceline-postgres:dev on docker; --nemesis all then adds "+strings.Join(faults.Postgres(), " and ")+")")
+	fs.IntVar(&st.EtcdMembers, "etcd-members", 0, "size of the etcd cluster the run starts for a target that elects through etcd (--target etcd or etcd-fenced): 1 or 3 (0: 1 for those targets; refused for the others); --nemesis all then adds "+strings.Join(faults.Etcd(), ", "))
 	fs.StringVar(&st.Variant, "variant", "reference", "node variant (deliberately broken designs for self-validation; see 'fenceline node -h')")
 	fs.StringVar(&st.Target, "target", targets.Reference, "the design under test: "+strings.Join(targets.Names(), ", ")+" (see 'fenceline node -h')")
 	fs.StringVar(&st.NodeCmd, "node-cmd", "", "run this command as each node instead of fenceline (any language; docs/node-protocol.md), e.g. 'python3 examples/python-node/node.py'")
@@ -93,6 +94,9 @@ func (st *Settings) Resolve(fs *flag.FlagSet) (Spec, error) {
 	if s.Store == "postgres" && slices.Contains(strings.Split(st.Nemesis, ","), "all") {
 		kinds, _ = faults.ParseList(strings.Join(append(kinds, faults.Postgres()...), ","))
 	}
+	if s.UsesEtcd() && slices.Contains(strings.Split(st.Nemesis, ","), "all") {
+		kinds, _ = faults.ParseList(strings.Join(append(kinds, faults.Etcd()...), ","))
+	}
 	s.Nemeses = kinds
 	if s.Workload, err = workloads.ByName(st.WorkloadName); err != nil {
 		return s, err
@@ -124,7 +128,7 @@ func AutoSchedule(target, nodeCmd, workload, budget string) string {
 
 // ReplayFlags are the settings a replay takes from the stored run.
 var ReplayFlags = []string{"duration", "nodes", "nemesis", "seed", "workload", "backend", "lease-ttl", "variant", "budget",
-	"store", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor", "takeover-on-disconnect"}
+	"store", "etcd-members", "redis-topology", "min-replicas-to-write", "min-replicas-max-lag", "redis-wait", "start-token", "start-cursor", "takeover-on-disconnect"}
 
 // ReplaySettings sets fs's settings flags to those of the run in dir and returns its
 // schedule. A settings flag given on the command line, or a directory without run.json
@@ -148,7 +152,7 @@ func ReplaySettings(fs *flag.FlagSet, dir string) ([]nemesis.Step, error) {
 		"nemesis": cmp.Or(strings.Join(info.Nemeses, ","), "none"), "seed": strconv.FormatInt(info.Seed, 10),
 		"workload": info.Workload, "backend": info.Backend, "lease-ttl": info.LeaseTTL.String(),
 		"variant": cmp.Or(info.Variant, "reference"), "budget": info.Budget,
-		"store": cmp.Or(info.Store, "redis"),
+		"store": cmp.Or(info.Store, "redis"), "etcd-members": strconv.Itoa(info.EtcdMembers),
 		// A run recorded before boundary starts began fresh: 0 and 0.
 		"start-token": strconv.FormatInt(info.StartToken, 10), "start-cursor": strconv.FormatInt(info.StartCursor, 10),
 	}

@@ -3,10 +3,15 @@
 package chaosrun
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/fenceline/fenceline/faults"
 
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
@@ -23,7 +28,9 @@ func TestReplaySettingsStoreAndTopology(t *testing.T) {
 		{"postgres-sentinel", history.RunInfo{Seed: 5, Nodes: []string{"n1", "n2"}, Backend: "docker", Store: "postgres",
 			Redis: &history.RedisSetup{Topology: "sentinel", MinReplicasToWrite: 1, MinReplicasMaxLag: 2, Wait: 1}},
 			map[string]string{"store": "postgres", "redis-topology": "sentinel", "min-replicas-to-write": "1",
-				"min-replicas-max-lag": "2", "redis-wait": "1", "backend": "docker", "nodes": "2", "seed": "5"}},
+				"min-replicas-max-lag": "2", "redis-wait": "1", "backend": "docker", "nodes": "2", "seed": "5", "etcd-members": "0"}},
+		{"etcd", history.RunInfo{Seed: 7, Nodes: []string{"n1"}, Backend: "local", EtcdMembers: 3},
+			map[string]string{"etcd-members": "3", "store": "redis"}},
 		{"recorded-before", history.RunInfo{Seed: 6, Nodes: []string{"n1"}, Backend: "local"},
 			map[string]string{"store": "redis", "redis-topology": "single", "min-replicas-to-write": "0",
 				"min-replicas-max-lag": "1", "redis-wait": "0"}},
@@ -66,6 +73,37 @@ func TestAutoSchedule(t *testing.T) {
 	} {
 		if got := AutoSchedule(tc.target, tc.nodeCmd, tc.workload, tc.budget); got != tc.want {
 			t.Errorf("AutoSchedule(%q, %q, %q, %q) = %s, want %s", tc.target, tc.nodeCmd, tc.workload, tc.budget, got, tc.want)
+		}
+	}
+}
+
+// --etcd-members: 1 by default for a target that elects through etcd, 1 or 3 there,
+// refused for the others; the etcd faults need etcd.
+func TestEtcdMembers(t *testing.T) {
+	for _, tc := range []struct {
+		target  string
+		members int
+		nemeses []string
+		want    int
+		err     string
+	}{
+		{"etcd", 0, []string{faults.Kill}, 1, ""},
+		{"etcd-fenced", 3, faults.Etcd(), 3, ""},
+		{"etcd", 2, nil, 0, "1 or 3"},
+		{"", 1, nil, 0, "does not elect through etcd"},
+		{"redsync", 3, nil, 0, "does not elect through etcd"},
+		{"", 0, []string{faults.EtcdKill}, 0, "acts on etcd"},
+	} {
+		s := Spec{Target: tc.target, EtcdMembers: tc.members, Nemeses: tc.nemeses}
+		err := s.prepareEtcd()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%+v: %v, want an error with %q", tc, err, tc.err)
+		case tc.err == "" && (err != nil || s.EtcdMembers != tc.want):
+			t.Errorf("%+v: %d members, %v", tc, s.EtcdMembers, err)
+		}
+		if slices.Contains(tc.nemeses, faults.EtcdKill) && tc.members == 0 && tc.target == "" && !errors.Is(err, faults.ErrNoEtcd) {
+			t.Errorf("etcd-kill without etcd: %v, want ErrNoEtcd", err)
 		}
 	}
 }

@@ -119,3 +119,27 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("missing binary: %v, want ErrNotInstalled", err)
 	}
 }
+
+// Leader names the member that is the raft leader, by the JSON gateway's status; once it
+// is killed, another member leads.
+func TestLeader(t *testing.T) {
+	c := New(t, 3)
+	ctx := context.Background()
+	i, err := Leader(ctx, c.Endpoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := c.Members()
+	ms[i].Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		j, err := Leader(ctx, c.Endpoints())
+		if err == nil && j != i {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader 20s after the leader %s was killed: %d, %v", ms[i].Name(), j, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -25,6 +25,7 @@ func main() {
 	force := fs.Bool("force", false, "build every image even if its inputs did not change")
 	verbose := fs.Bool("v", false, "print Docker's build output")
 	postgres := fs.Bool("postgres", false, "also build fenceline-postgres:dev (Debian's PostgreSQL 15, for --store postgres)")
+	etcd := fs.Bool("etcd", false, "also build fenceline-etcd:dev (Debian's etcd, for the targets etcd and etcd-fenced)")
 	prune := fs.Bool("prune", false, "remove every container and network of every fenceline run, in progress or not, instead of building (images are kept)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -48,7 +49,7 @@ func main() {
 		log = os.Stderr
 	}
 	t0 := time.Now()
-	res, err := docker.BuildImages(ctx, docker.BuildOptions{Force: *force, BuildLog: log, Postgres: *postgres})
+	res, err := docker.BuildImages(ctx, docker.BuildOptions{Force: *force, BuildLog: log, Postgres: *postgres, Etcd: *etcd})
 	for _, r := range res {
 		if r.Hash == "" {
 			continue
