@@ -2,6 +2,8 @@ package node
 
 import (
 	"errors"
+	"flag"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,26 @@ func TestValidateTarget(t *testing.T) {
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want a usage error saying %q", c, err, tc.want)
 		}
+	}
+}
+
+// --etcd belongs to the etcd targets: refused for any other, in every build; it takes a
+// comma-separated list.
+func TestEtcdFlag(t *testing.T) {
+	for _, target := range []string{"", "reference", "redsync-fenced"} {
+		c := validConfig()
+		c.Target, c.Etcd = target, []string{"127.0.0.1:2379"}
+		err := c.Validate()
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--etcd is for the targets that elect through etcd") {
+			t.Errorf("--target %q with --etcd: %v, want a usage error", target, err)
+		}
+	}
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	c, _ := AddFlags(fs)
+	if err := fs.Parse([]string{"--etcd", "127.0.0.1:1, 127.0.0.1:2", "--etcd", "127.0.0.1:3"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}; !slices.Equal(c.Etcd, want) {
+		t.Errorf("--etcd parsed as %q, want %q", c.Etcd, want)
 	}
 }
