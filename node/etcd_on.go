@@ -24,6 +24,9 @@ func checkEtcd(target string, endpoints []string) error {
 // newEtcdElector returns the elector of an etcd target on a client of cfg.Etcd (not yet
 // connected), and the func that closes the client once the elector's Run has returned.
 func newEtcdElector(cfg Config, clock election.Clock, logger *slog.Logger, rec election.Recorder) (electorRunner, func(), error) {
+	if logger != nil {
+		logger = logger.With(slog.String("target", cfg.Target))
+	}
 	client, err := etcdelect.NewClient(cfg.Etcd, logger)
 	if err != nil {
 		return nil, nil, usage(err)

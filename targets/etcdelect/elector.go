@@ -78,7 +78,6 @@ func New(client *clientv3.Client, cfg Config) (*Elector, error) {
 		RetryInterval: cfg.RetryInterval, DriftMargin: cfg.DriftMargin, RequestTimeout: cfg.RequestTimeout,
 		Clock: cfg.Clock, Logger: cfg.Logger, Recorder: cfg.Recorder,
 	}.WithDefaults()
-	ecfg.Logger = ecfg.Logger.With(slog.String("target", "etcd"))
 	terms, err := election.NewLeadership(ecfg)
 	if err != nil {
 		return nil, err
