@@ -3,11 +3,18 @@
 package node
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/cli"
 )
+
+// addEtcdFlag hides --etcd, as addChaosFlags hides the chaos build's flags.
+func addEtcdFlag(fs *flag.FlagSet, _ *Config) {
+	cli.Hide(fs, "etcd", "", "is for the etcd targets, which exist only in a chaos build; "+ChaosBuildHint)
+}
 
 // checkEtcd refuses the etcd targets: their etcd client (gRPC) is built into the chaos
 // build only.

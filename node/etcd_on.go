@@ -3,12 +3,26 @@
 package node
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/targets/etcdelect"
 )
+
+// addEtcdFlag adds --etcd, a comma-separated list (repeatable).
+func addEtcdFlag(fs *flag.FlagSet, c *Config) {
+	fs.Func("etcd", "etcd's client addresses, host:port[,host:port...], for --target etcd and etcd-fenced (required there, refused otherwise; Redis still holds the cursor)", func(v string) error {
+		for ep := range strings.SplitSeq(v, ",") {
+			if ep = strings.TrimSpace(ep); ep != "" {
+				c.Etcd = append(c.Etcd, ep)
+			}
+		}
+		return nil
+	})
+}
 
 // checkEtcd checks the --etcd endpoints of target, which elects through etcd.
 func checkEtcd(target string, endpoints []string) error {

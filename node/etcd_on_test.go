@@ -4,6 +4,8 @@ package node
 
 import (
 	"errors"
+	"flag"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,17 @@ func TestValidateEtcdTargets(t *testing.T) {
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want a usage error saying %q", c, err, tc.want)
 		}
+	}
+}
+
+// --etcd takes a comma-separated list, and may be repeated.
+func TestEtcdFlagList(t *testing.T) {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	c, _ := AddFlags(fs)
+	if err := fs.Parse([]string{"--etcd", "127.0.0.1:1, 127.0.0.1:2", "--etcd", "127.0.0.1:3"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}; !slices.Equal(c.Etcd, want) {
+		t.Errorf("--etcd parsed as %q, want %q", c.Etcd, want)
 	}
 }

@@ -2,8 +2,6 @@ package node
 
 import (
 	"errors"
-	"flag"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -34,8 +32,7 @@ func TestValidateTarget(t *testing.T) {
 	}
 }
 
-// --etcd belongs to the etcd targets: refused for any other, in every build; it takes a
-// comma-separated list.
+// --etcd belongs to the etcd targets: refused for any other, in every build.
 func TestEtcdFlag(t *testing.T) {
 	for _, target := range []string{"", "reference", "redsync-fenced"} {
 		c := validConfig()
@@ -44,13 +41,5 @@ func TestEtcdFlag(t *testing.T) {
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--etcd is for the targets that elect through etcd") {
 			t.Errorf("--target %q with --etcd: %v, want a usage error", target, err)
 		}
-	}
-	fs := flag.NewFlagSet("node", flag.ContinueOnError)
-	c, _ := AddFlags(fs)
-	if err := fs.Parse([]string{"--etcd", "127.0.0.1:1, 127.0.0.1:2", "--etcd", "127.0.0.1:3"}); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}; !slices.Equal(c.Etcd, want) {
-		t.Errorf("--etcd parsed as %q, want %q", c.Etcd, want)
 	}
 }
