@@ -22,6 +22,9 @@ var (
 	// ErrLeaseExpired is the cause of a term context ended because the local lease
 	// deadline passed without a successful renewal.
 	ErrLeaseExpired = errors.New("election: local lease deadline passed")
+	// ErrLeaseLost is the cause of a term context ended because its lease said by itself
+	// that it is lost (see LostLease).
+	ErrLeaseLost = errors.New("election: lease lost")
 	// ErrLeadReturned is the cause of a term context ended because lead returned on its
 	// own while the term was still valid.
 	ErrLeadReturned = errors.New("election: lead returned")

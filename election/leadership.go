@@ -23,6 +23,16 @@ type Lease interface {
 	Release(ctx context.Context) (bool, error)
 }
 
+// LostLease is a Lease that can also learn by itself that it is lost, without a renewal
+// being refused: an etcd session whose keep-alive ended. Lead ends the term with
+// ReasonLeaseLost when Lost's channel is closed.
+type LostLease interface {
+	Lease
+	// Lost returns a channel that is closed once the lease is lost or no longer kept
+	// alive. Its owner closes it.
+	Lost() <-chan struct{}
+}
+
 // Leadership leads terms on a Lease: it is the term loop of Elector (the local lease
 // deadline, the renewals, the step-down and the release), for a lock taken some other
 // way, such as by another lock library. Create it with NewLeadership. Lead leads one term
@@ -124,7 +134,8 @@ type renewResult struct {
 // deadline moves the deadline to its send time + LeaseTTL - DriftMargin. termCtx is
 // cancelled when the term ends, and context.Cause(termCtx) says why: ErrLeaseExpired
 // (the deadline passed, whether or not Redis answers), ErrNotHeld (Redis rejected a
-// renewal), ErrLeadReturned (lead returned on its own) or ctx's cause (shutdown).
+// renewal), ErrLeaseLost (a LostLease said so), ErrLeadReturned (lead returned on its
+// own) or ctx's cause (shutdown).
 //
 // When the term ends, Lead records the step-down, waits for lead to return (lead must
 // honour termCtx) and for any renewal in flight; then, if ctx is done or lead returned,
@@ -152,7 +163,11 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 		reason   Reason
 		leadDone chan struct{}    // closed when lead returns; nil once seen
 		renewing chan renewResult // the renewal in flight; nil if none
+		lost     <-chan struct{}  // closed when a LostLease is lost; nil for other leases
 	)
+	if ll, ok := lease.(LostLease); ok {
+		lost = ll.Lost()
+	}
 	now := cfg.Clock.Now()
 	switch {
 	case ctx.Err() != nil:
@@ -184,6 +199,9 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 				if ctx.Err() != nil {
 					reason = ReasonShutdown // lead saw the shutdown first
 				}
+				break loop
+			case <-lost:
+				reason = ReasonLeaseLost
 				break loop
 			case <-deadlineT.C():
 				if l.chaos.ignoreDeadline() {
@@ -226,6 +244,8 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 		cancel(ErrLeaseExpired)
 	case ReasonRenewRejected:
 		cancel(ErrNotHeld)
+	case ReasonLeaseLost:
+		cancel(ErrLeaseLost)
 	case ReasonLeadReturned:
 		cancel(ErrLeadReturned)
 	default:
@@ -275,6 +295,16 @@ func (l *Leadership) startRenew(ctx context.Context, term Term, lease Lease) cha
 		ch <- renewResult{sent: sent, ok: ok, err: err}
 	}()
 	return ch
+}
+
+// Release releases lease, token's, outside Lead: after a term that Lead ended without
+// releasing (its lease may outlive the local deadline, as an etcd session does), or for
+// a lease that no term used. It sends one request with a fresh deadline of
+// RequestTimeout, also when ctx is done, records it and logs it as Lead does (why, if
+// set, as the reason), and reports whether the release was confirmed. It must not
+// overlap Lead.
+func (l *Leadership) Release(ctx context.Context, token int64, lease Lease, why string) bool {
+	return l.release(ctx, token, lease, why)
 }
 
 // release releases lease (token's), with a fresh deadline also when ctx is done. It

@@ -96,6 +96,45 @@ func TestLeadershipLead(t *testing.T) {
 	}
 }
 
+// lostLease is a scriptedLease that is lost (its Lost channel closed) at a given time.
+type lostLease struct {
+	scriptedLease
+	lost chan struct{}
+}
+
+func (l *lostLease) Lost() <-chan struct{} { return l.lost }
+
+// TestLeadershipLostLease: a LostLease that says it is lost ends the term before its
+// deadline, a lease-lost step-down, with no release; Release then releases it outside
+// the term, recorded.
+func TestLeadershipLostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newTestRecorder()
+		l, err := NewLeadership(Config{InstanceID: "a", Recorder: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := &lostLease{scriptedLease: scriptedLease{renews: []bool{true, true, true}}, lost: make(chan struct{})}
+		from := time.Now()
+		time.AfterFunc(time.Second, func() { close(lease.lost) })
+		var cause error
+		var ended time.Duration
+		got := l.Lead(context.Background(), Term{Token: 7, Instance: "a", Start: from}, lease, from, func(ctx context.Context, _ Term) {
+			<-ctx.Done()
+			cause, ended = context.Cause(ctx), time.Since(from)
+		})
+		if got != ReasonLeaseLost || !errors.Is(cause, ErrLeaseLost) || ended != time.Second {
+			t.Errorf("Lead = %s, cause %v at %v; want %s, %v at 1s", got, cause, ended, ReasonLeaseLost, ErrLeaseLost)
+		}
+		if downs := rec.find("step-down", ""); len(downs) != 1 || downs[0].Reason != ReasonLeaseLost || lease.releases != 0 {
+			t.Errorf("step-downs %+v, %d releases; want one lease-lost step-down and no release", downs, lease.releases)
+		}
+		if !l.Release(context.Background(), 7, lease, "lost") || lease.releases != 1 || len(rec.find("ok", OpRelease)) != 1 {
+			t.Errorf("Release: %d releases, %d recorded; want 1 and 1", lease.releases, len(rec.find("ok", OpRelease)))
+		}
+	})
+}
+
 func TestNewLeadershipValidates(t *testing.T) {
 	_, err := NewLeadership(Config{InstanceID: "a", RenewInterval: time.Second, RequestTimeout: time.Second})
 	var ce *ConfigError

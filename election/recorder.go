@@ -55,6 +55,9 @@ const (
 	ReasonLeaseExpired Reason = "lease-expired"
 	// ReasonRenewRejected: Redis answered a renewal with "the lock is not ours".
 	ReasonRenewRejected Reason = "renew-rejected"
+	// ReasonLeaseLost: the lease said by itself that it is lost (a LostLease: an etcd
+	// session whose keep-alive ended), before the local deadline passed.
+	ReasonLeaseLost Reason = "lease-lost"
 	// ReasonShutdown: Run's ctx is done. The lease is then released.
 	ReasonShutdown Reason = "shutdown"
 	// ReasonLeadReturned: lead returned on its own. The lease is then released and the

@@ -4,6 +4,8 @@ package node
 
 import (
 	"errors"
+	"flag"
+	"io"
 	"strings"
 	"testing"
 )
@@ -20,6 +22,8 @@ func TestDefaultBuildRefusesChaos(t *testing.T) {
 		func(c *Config) { c.Chaos = true },
 		func(c *Config) { c.Chaos = true; c.Workload = WorkloadRegister },
 		func(c *Config) { c.Target = "redsync"; c.Chaos = true },
+		func(c *Config) { c.Target = "etcd-fenced"; c.Etcd = []string{"127.0.0.1:2379"} },
+		func(c *Config) { c.Target = "etcd"; c.Etcd = []string{"127.0.0.1:2379"}; c.Chaos = true },
 	} {
 		c := validConfig()
 		change(&c)
@@ -27,5 +31,16 @@ func TestDefaultBuildRefusesChaos(t *testing.T) {
 		if !errors.Is(err, ErrUsage) || !errors.Is(err, errNeedsChaos) || !strings.Contains(err.Error(), "chaos build") {
 			t.Errorf("%+v: %v, want a usage error naming the chaos build", c, err)
 		}
+	}
+}
+
+// A default build does not list --etcd and refuses it in one line.
+func TestDefaultBuildHidesEtcd(t *testing.T) {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	AddFlags(fs)
+	err := fs.Parse([]string{"--etcd", "127.0.0.1:2379"})
+	if err == nil || !strings.Contains(err.Error(), "chaos build") {
+		t.Errorf("--etcd in a default build: %v, want a refusal naming the chaos build", err)
 	}
 }

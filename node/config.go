@@ -70,6 +70,10 @@ type Config struct {
 	// does not exist, to cursor StartCursor and token 0. The harness's boundary starts.
 	// Default 0: a fresh store.
 	StartToken, StartCursor int64
+	// Etcd are the etcd members' client addresses (host:port): required for a target that
+	// elects through etcd (targets.Target.Etcd), refused for any other. Redis still holds
+	// the cursor.
+	Etcd []string
 	// Store is StoreRedis (also when empty) or StorePostgres; Postgres is the
 	// PostgreSQL connection URL of StorePostgres.
 	Store, Postgres string
@@ -180,6 +184,9 @@ func (c Config) validateTarget() error {
 	if err != nil {
 		return err
 	}
+	if !t.Etcd && len(c.Etcd) > 0 {
+		return fmt.Errorf("--etcd is for the targets that elect through etcd (%s, %s), not --target %s", targets.Etcd, targets.EtcdFenced, t.Name)
+	}
 	if t.Name == targets.Reference {
 		return nil
 	}
@@ -188,6 +195,11 @@ func (c Config) validateTarget() error {
 	}
 	if c.Workload != WorkloadListener {
 		return fmt.Errorf("--target %s runs the listener workload only", t.Name)
+	}
+	if t.Etcd {
+		if err := checkEtcd(t.Name, c.Etcd); err != nil {
+			return err
+		}
 	}
 	if !t.Fenced && !c.Chaos {
 		// Its plain write loses or duplicates events under faults: never by accident.

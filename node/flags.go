@@ -30,6 +30,7 @@ func AddFlags(fs *flag.FlagSet) (*Config, *redisconn.Flags) {
 	fs.StringVar(&c.AddrFile, "addr-file", "", "write the control endpoint's bound address to this file (for --control 127.0.0.1:0)")
 	fs.StringVar(&c.HistoryPath, "history", "", "append the operation history (JSON lines, docs/history.md) to this file")
 	fs.StringVar(&c.Target, "target", targets.Reference, "the election and store to run: a lock library instead of the reference (the unfenced ones run only under the chaos harness):"+targets.Describe())
+	addEtcdFlag(fs, c)
 	fs.StringVar(&c.Workload, "workload", WorkloadListener, workloadHelp)
 	fs.StringVar(&c.Store, "store", StoreRedis, "where the cursor and the ledger live: redis (next to the lease) or postgres (--postgres)")
 	fs.StringVar(&c.Postgres, "postgres", "", "PostgreSQL connection URL, for --store postgres (postgres://user@host:port/db)")

@@ -71,6 +71,13 @@ func check(cfg Config) error {
 			return err
 		}
 	}
+	if isEtcd(cfg) {
+		_, closeClient, err := newEtcdElector(cfg, election.SystemClock(), nil, nil)
+		if err == nil {
+			closeClient()
+		}
+		return err
+	}
 	if isTarget(cfg) {
 		_, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
 			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry})
@@ -86,6 +93,13 @@ func check(cfg Config) error {
 // isTarget reports whether the node elects with a lock library (package targets) rather
 // than with package election.
 func isTarget(cfg Config) bool { return cfg.Target != "" && cfg.Target != targets.Reference }
+
+// isEtcd reports whether the node's target elects through etcd (package
+// targets/etcdelect, chaos build only).
+func isEtcd(cfg Config) bool {
+	t, err := targets.ByName(cfg.Target)
+	return err == nil && t.Etcd
+}
 
 // targetStore is the cursor store of the node's target: the variant's store for the
 // reference, the fenced store for a -fenced target, the plain write (chaos build only)
@@ -179,7 +193,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		slog.String("redis", cfg.Redis.Addr), slog.String("redis_user", cfg.Redis.Username),
 		slog.Bool("redis_tls", cfg.Redis.TLSConfig != nil),
 		slog.Any("redis_sentinels", cfg.RedisTarget.Sentinels), slog.Any("redis_cluster", cfg.RedisTarget.Cluster),
-		slog.Int("redis_wait", cfg.RedisTarget.Wait))
+		slog.Int("redis_wait", cfg.RedisTarget.Wait), slog.Any("etcd", cfg.Etcd))
 
 	lmetrics, err := listener.NewPrometheusMetrics(reg, nil)
 	if err != nil {
@@ -224,14 +238,22 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	}
 	erec := newElectionRecorder(rec, cfg.ID, st.health)
 	var el electorRunner
-	if isTarget(cfg) {
+	switch {
+	case isEtcd(cfg):
+		var closeClient func()
+		el, closeClient, err = newEtcdElector(cfg, clock, logger, erec)
+		if err != nil {
+			return err
+		}
+		defer closeClient()
+	case isTarget(cfg):
 		el, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
 			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger,
 			Recorder: erec})
 		if err != nil {
 			return usage(err)
 		}
-	} else {
+	default:
 		ref, err := election.New(client, election.Config{
 			InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew,
 			RetryInterval: cfg.Retry, TakeoverOnDisconnect: cfg.Takeover, Clock: clock, Logger: logger, Metrics: emetrics,

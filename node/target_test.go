@@ -31,3 +31,15 @@ func TestValidateTarget(t *testing.T) {
 		}
 	}
 }
+
+// --etcd belongs to the etcd targets: refused for any other, in every build.
+func TestEtcdFlag(t *testing.T) {
+	for _, target := range []string{"", "reference", "redsync-fenced"} {
+		c := validConfig()
+		c.Target, c.Etcd = target, []string{"127.0.0.1:2379"}
+		err := c.Validate()
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--etcd is for the targets that elect through etcd") {
+			t.Errorf("--target %q with --etcd: %v, want a usage error", target, err)
+		}
+	}
+}

@@ -7,6 +7,9 @@
 //	redsync-fenced    the same mutex, a token from INCR after Lock, the fenced store
 //	redislock         bsm/redislock, plain cursor write (no fence)
 //	redislock-fenced  the same lock, a token from INCR after Obtain, the fenced store
+//	etcd              etcd's concurrency election (package targets/etcdelect), plain write
+//	etcd-fenced       the same election, the leader key's create revision as the token,
+//	                  the fenced store
 //
 // Elector runs a Lock (one library's lease) as an election: a standby retries the
 // library's acquire (with the library's own retry delays: it polls, there is no release
@@ -24,6 +27,9 @@
 // paused or slow leader outlives its lease), and, for an unfenced target, anything about
 // the cursor: its plain write is accepted whoever sends it, and the harness measures what
 // that costs.
+//
+// The etcd targets elect with package targets/etcdelect, not with Elector: their lease
+// is an etcd session, and Redis holds only the cursor.
 //
 // This package is in the default build: a -fenced target is a design a user may run in
 // production (`fenceline node --target redsync-fenced`). The unfenced targets' store is

@@ -77,6 +77,9 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 		if _, err := ByName(cfg.Target); err != nil {
 			return nil, err
 		}
+		if t, _ := ByName(cfg.Target); t.Etcd {
+			return nil, fmt.Errorf("targets: %q elects through etcd (package targets/etcdelect), not with a Redis lock library", cfg.Target)
+		}
 		return nil, fmt.Errorf("targets: %q elects with package election, not with a lock library", cfg.Target)
 	}
 	return &Elector{cfg: ecfg, client: client, lock: lock, terms: terms}, nil
