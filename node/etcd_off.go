@@ -22,6 +22,6 @@ func checkEtcd(target string, _ []string) error {
 	return fmt.Errorf("target %q elects through etcd, whose client %w (this build has none): %s", target, errNeedsChaos, ChaosBuildHint)
 }
 
-func newEtcdElector(cfg Config, _ election.Clock, _ *slog.Logger, _ election.Recorder) (electorRunner, func(), error) {
+func newEtcdElector(cfg Config, _ election.Clock, _ *slog.Logger, _ election.Recorder, _ *health) (electorRunner, func(), error) {
 	return nil, nil, usage(checkEtcd(cfg.Target, nil))
 }

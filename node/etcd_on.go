@@ -37,7 +37,9 @@ func checkEtcd(target string, endpoints []string) error {
 
 // newEtcdElector returns the elector of an etcd target on a client of cfg.Etcd (not yet
 // connected), and the func that closes the client once the elector's Run has returned.
-func newEtcdElector(cfg Config, clock election.Clock, logger *slog.Logger, rec election.Recorder) (electorRunner, func(), error) {
+//
+// health, if not nil, hears whether etcd answers a standby (see etcdelect.Config.Health).
+func newEtcdElector(cfg Config, clock election.Clock, logger *slog.Logger, rec election.Recorder, health *health) (electorRunner, func(), error) {
 	if logger != nil {
 		logger = logger.With(slog.String("target", cfg.Target))
 	}
@@ -46,7 +48,14 @@ func newEtcdElector(cfg Config, clock election.Clock, logger *slog.Logger, rec e
 		return nil, nil, usage(err)
 	}
 	el, err := etcdelect.New(client, etcdelect.Config{InstanceID: cfg.ID, Name: cfg.Election, LeaseTTL: cfg.Lease,
-		RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger, Recorder: rec})
+		RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger, Recorder: rec,
+		Health: func(err error) {
+			if err != nil {
+				health.failed(err)
+			} else {
+				health.answered()
+			}
+		}})
 	if err != nil {
 		client.Close()
 		return nil, nil, err

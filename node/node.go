@@ -72,7 +72,7 @@ func check(cfg Config) error {
 		}
 	}
 	if isEtcd(cfg) {
-		_, closeClient, err := newEtcdElector(cfg, election.SystemClock(), nil, nil)
+		_, closeClient, err := newEtcdElector(cfg, election.SystemClock(), nil, nil, nil)
 		if err == nil {
 			closeClient()
 		}
@@ -241,7 +241,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	switch {
 	case isEtcd(cfg):
 		var closeClient func()
-		el, closeClient, err = newEtcdElector(cfg, clock, logger, erec)
+		el, closeClient, err = newEtcdElector(cfg, clock, logger, erec, st.health)
 		if err != nil {
 			return err
 		}

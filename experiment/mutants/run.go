@@ -83,7 +83,9 @@ type Config struct {
 	Duration time.Duration
 	// Parallel is how many mutants run at once, each in a copy of its own. Default 1.
 	Parallel int
-	// TestTimeout bounds the unit tests of one mutant. Default 10 min.
+	// TestTimeout bounds the unit tests of one mutant (go test -timeout): a mutant that
+	// makes a test hang fails the tests, as a mutant that makes one fail does. Default
+	// 4 min (the election package's tests take about a minute).
 	TestTimeout time.Duration
 	// Equivalent maps a mutant's ID to why no history can tell it from the original
 	// (equivalent.txt); such a survivor is explained.
@@ -128,7 +130,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	cfg.Seed = max(cfg.Seed, 1)
 	cfg.Duration = cmp.Or(cfg.Duration, 60*time.Second)
 	cfg.Parallel = max(cfg.Parallel, 1)
-	cfg.TestTimeout = cmp.Or(cfg.TestTimeout, 10*time.Minute)
+	cfg.TestTimeout = cmp.Or(cfg.TestTimeout, 4*time.Minute)
 	if cfg.Repo == "" || cfg.Out == "" || cfg.Gremlins == "" || cfg.Sample < 0 {
 		fmt.Fprintln(stderr, "fenceline mutants: need --repo, --out, --gremlins and --sample >= 0")
 		return exitcode.Usage
@@ -273,9 +275,11 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) R
 	var tests, testDetail string
 	go func() {
 		defer close(testDone)
-		tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout)
+		// A backstop past go test's own timeout, for a test binary that does not exit.
+		tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout+time.Minute)
 		defer cancel()
-		t := exec.CommandContext(tctx, "go", "test", "-tags", "chaos,failpoints", "-count=1", m.Package)
+		t := exec.CommandContext(tctx, "go", "test", "-tags", "chaos,failpoints", "-count=1",
+			"-timeout", cfg.TestTimeout.String(), m.Package)
 		t.Dir, t.Env = copyDir, append(os.Environ(), "GOFLAGS=-buildvcs=false")
 		err := t.Run()
 		switch {
@@ -284,7 +288,7 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) R
 		case ctx.Err() != nil:
 			tests = NotReached
 		case tctx.Err() != nil:
-			tests, testDetail = Undecided, fmt.Sprintf("unit tests: no answer within %v", cfg.TestTimeout)
+			tests, testDetail = Undecided, fmt.Sprintf("unit tests: go test did not exit within %v", cfg.TestTimeout+time.Minute)
 		default:
 			tests = Killed
 		}

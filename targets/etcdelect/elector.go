@@ -44,6 +44,12 @@ type Config struct {
 	// Recorder receives every acquire, renew, release and step-down (see
 	// election.Recorder). Default: none.
 	Recorder election.Recorder
+	// Health, if set, hears whether etcd answers: nil after a session grant and after
+	// each read a standby sends every RenewInterval while it waits in Campaign (a
+	// linearizable count of the election's keys, which needs a quorum), the error of one
+	// that got no answer. It is the harness's view of a standby, not part of the
+	// library's election: Campaign itself says nothing until it wins. Default: none.
+	Health func(error)
 }
 
 // Prefix is the key prefix of election name in etcd.
@@ -65,6 +71,7 @@ type Elector struct {
 	ttl    int             // the session's TTL, seconds
 	client *clientv3.Client
 	terms  *election.Leadership
+	health func(error)
 }
 
 // New returns an Elector on client. It sends nothing. cfg's timings take their defaults
@@ -82,7 +89,11 @@ func New(client *clientv3.Client, cfg Config) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{cfg: ecfg, ttl: SessionTTL(ecfg.LeaseTTL), client: client, terms: terms}, nil
+	health := cfg.Health
+	if health == nil {
+		health = func(error) {}
+	}
+	return &Elector{cfg: ecfg, ttl: SessionTTL(ecfg.LeaseTTL), client: client, terms: terms, health: health}, nil
 }
 
 // Status returns the elector's role and token. Leader is set only once this elector has
@@ -106,6 +117,9 @@ func (e *Elector) Check(maxTolerable time.Duration) error { return e.terms.Check
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t election.Term)) error {
 	for ctx.Err() == nil {
 		s, err := e.newSession(ctx)
+		if ctx.Err() == nil {
+			e.health(err)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				e.cfg.Logger.Warn("session-failed", slog.Any("error", err))
@@ -215,13 +229,21 @@ func (e *Elector) campaign(ctx context.Context, s session, el *concurrency.Elect
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- el.Campaign(cctx, e.cfg.InstanceID) }()
-	select {
-	case err := <-done:
-		if err != nil && context.Cause(cctx) == election.ErrLeaseLost {
-			err = fmt.Errorf("%w: %v", election.ErrLeaseLost, err)
+	probe := time.NewTicker(e.cfg.RenewInterval)
+	defer probe.Stop()
+wait:
+	for {
+		select {
+		case err := <-done:
+			if err != nil && context.Cause(cctx) == election.ErrLeaseLost {
+				err = fmt.Errorf("%w: %v", election.ErrLeaseLost, err)
+			}
+			return false, err
+		case <-probe.C:
+			e.probe(cctx)
+		case <-ctx.Done():
+			break wait
 		}
-		return false, err
-	case <-ctx.Done():
 	}
 	t := time.NewTimer(e.cfg.RequestTimeout)
 	defer t.Stop()
@@ -233,6 +255,17 @@ func (e *Elector) campaign(ctx context.Context, s session, el *concurrency.Elect
 		return false, err
 	case <-t.C:
 		return true, ctx.Err()
+	}
+}
+
+// probe reads the number of the election's keys (linearizable: it needs a quorum) and
+// tells Health whether etcd answered.
+func (e *Elector) probe(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+	defer cancel()
+	_, err := e.client.Get(rctx, Prefix(e.cfg.Name), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if ctx.Err() == nil {
+		e.health(err)
 	}
 }
 

@@ -451,3 +451,60 @@ func TestSessionTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestStandbyHealth: a standby waiting in Campaign tells Health that etcd answers, every
+// renew interval, and that it does not once the member is paused (without it a standby
+// says nothing until it wins, and the node's /health cannot tell a live standby from a
+// cut-off one).
+func TestStandbyHealth(t *testing.T) {
+	c := etcdserver.New(t, 1)
+	b := newBoard()
+	leader := start(t, "leader", c.Endpoints(), b, nil)
+	if ev := b.nextStart(t, 10*time.Second); ev.term.Instance != leader.id {
+		t.Fatalf("first term: %s", ev.term.Instance)
+	}
+	heard := make(chan error, 64)
+	client, err := NewClient(c.Endpoints(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	el, err := New(client, Config{InstanceID: "standby", Name: "t", LeaseTTL: testLease,
+		Health: func(err error) {
+			select {
+			case heard <- err:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = el.Run(ctx, b.lead) }()
+	defer func() { cancel(); <-done }()
+	wait := func(wantErr bool) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case err := <-heard:
+				if (err != nil) == wantErr {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no Health(%s) within 15s", map[bool]string{true: "error", false: "nil"}[wantErr])
+			}
+		}
+	}
+	wait(false) // the session grant
+	wait(false) // a probe while it waits
+	m := c.Members()[0]
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	wait(true)
+	if err := m.Resume(); err != nil {
+		t.Fatal(err)
+	}
+}
