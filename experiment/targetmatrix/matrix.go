@@ -81,6 +81,8 @@ type Config struct {
 	Doc string
 	// Command is the command line, for the table's heading.
 	Command string
+	// Binary is the fenceline binary the nodes of a target run. Default: this executable.
+	Binary string
 	// Revision says which source the binary was built from (buildinfo), for the heading.
 	// Default: the running binary's.
 	Revision string
@@ -145,12 +147,16 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	base := chaosrun.Spec{Cmd: "targets", Duration: cfg.Duration, Nodes: cfg.Nodes, Nemeses: cfg.Nemeses,
-		Workload: wl, Backend: "local", LeaseTTL: cfg.LeaseTTL, Variant: "reference", Quiet: true}
+		Workload: wl, Backend: "local", LeaseTTL: cfg.LeaseTTL, Variant: "reference", Quiet: true, Binary: cfg.Binary}
 	var rows, handoffs []matrix.Row
 	proto := map[string]Record{} // by row
 	for _, t := range cfg.Designs {
 		s := base
 		s.Target, s.NodeCmd = t.Target, t.NodeCmd
+		if s.UsesEtcd() && allFaults(cfg.Nemeses) {
+			// Every fault that applies: etcd's too, as `chaos --nemesis all` adds them.
+			s.Nemeses = slices.Concat(cfg.Nemeses, faults.Etcd())
+		}
 		if err := s.Prepare(); err != nil { // every design's nodes accept the settings
 			fmt.Fprintf(stderr, "fenceline targets: %s: %v\n", t.Name, err)
 			return exitcode.Usage
@@ -225,6 +231,16 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\ntable: %s\n", cfg.Table)
 	return exitCode(recs)
+}
+
+// allFaults reports whether kinds holds every fault of `--nemesis all`.
+func allFaults(kinds []string) bool {
+	for _, k := range faults.All() {
+		if !slices.Contains(kinds, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func exitCode(recs []Record) int {
