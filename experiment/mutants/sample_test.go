@@ -1,0 +1,73 @@
+//go:build chaos
+
+package mutants
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/internal/testbin"
+)
+
+func TestMain(m *testing.M) { testbin.Main(m) }
+
+// gremlinsBin installs gremlins (GremlinsVersion, from the module proxy) for the test.
+func gremlinsBin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "install", "github.com/go-gremlins/gremlins/cmd/gremlins@"+GremlinsVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install gremlins: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "gremlins")
+}
+
+// TestSampleOfThree is `make mutants MUTANTS=3` made short: the whole pipeline on three
+// mutants spread over the list (generation by the Lua generator and gremlins, a copy of
+// the module, the unit tests, a chaos run of 15 s by the mutant's nodes), and every
+// mutant decided.
+func TestSampleOfThree(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), Config{Repo: repo, Out: out, Gremlins: gremlinsBin(t), Sample: 3, Seed: 1,
+		Duration: 15 * time.Second, Parallel: 3, Command: "test"}, &stdout, &stderr)
+	t.Logf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	b, err := os.ReadFile(filepath.Join(out, "mutants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("%d mutants run, want 3", len(recs))
+	}
+	for _, r := range recs {
+		for stage, v := range map[string]string{"unit tests": r.Tests, "harness": r.Harness} {
+			if v != Killed && v != Survived {
+				t.Errorf("%s: %s %q (%s), want killed or survived", r.ID, stage, v, r.Detail)
+			}
+		}
+		if r.Harness == Killed && r.Check == "" {
+			t.Errorf("%s: killed by the harness, but by no check", r.ID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "work")); !os.IsNotExist(err) {
+		t.Errorf("the copies of the module are left in %s", out)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "mutants.md")); err != nil || !bytes.Contains(md, []byte("# Mutation score")) {
+		t.Errorf("no report: %v", err)
+	}
+}
