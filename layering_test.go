@@ -20,7 +20,7 @@ var layers = []layer{
 	{"run format and fault names", []string{"history", "faults"}},
 	{"verdicts", []string{"checker"}},
 	{"rendering", []string{"reports"}},
-	{"designs under test", []string{"targets", "variants", "workloads"}},
+	{"designs under test", []string{"targets", "targets/", "variants", "workloads"}},
 	{"one node", []string{"node", "node/"}},
 	// A program a library user copies, on the libraries; its node-protocol glue uses the
 	// run format and the node's skewable clock, nothing that drives a run.

@@ -7,6 +7,12 @@
 //	redsync-fenced    the same mutex, a token from INCR after Lock, the fenced store
 //	redislock         bsm/redislock, plain cursor write (no fence)
 //	redislock-fenced  the same lock, a token from INCR after Obtain, the fenced store
+//	client-go              client-go's LeaderElector (package targets/clientgo), plain write
+//	client-go-fenced       the same, a token minted by the record's compare-and-swap
+//	client-go-transitions  the same, the record's LeaderTransitions as the token
+//
+// The client-go targets are listed here and built in package targets/clientgo, which
+// only a chaos build links: their lock is a stand-in for the API server's Lease.
 //
 // Elector runs a Lock (one library's lease) as an election: a standby retries the
 // library's acquire (with the library's own retry delays: it polls, there is no release

@@ -13,7 +13,15 @@ const (
 	RedsyncFenced   = "redsync-fenced"
 	Redislock       = "redislock"
 	RedislockFenced = "redislock-fenced"
+	// The client-go targets run client-go's LeaderElector on a stand-in for the API
+	// server's Lease (package targets/clientgo), in a chaos build only.
+	ClientGo            = "client-go"
+	ClientGoFenced      = "client-go-fenced"
+	ClientGoTransitions = "client-go-transitions"
 )
+
+// ClientGoLibrary is the Library of the client-go targets.
+const ClientGoLibrary = "k8s.io/client-go/tools/leaderelection"
 
 // Target describes one design under test.
 type Target struct {
@@ -24,14 +32,20 @@ type Target struct {
 	Fenced bool
 	// Description says what the target does, for -h and the reports.
 	Description string
+	// ChaosOnly is true for a target that a chaos build runs, with --chaos, and a
+	// default build does not contain: one whose lock backend is a stand-in.
+	ChaosOnly bool
 }
 
 var all = []Target{
-	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store"},
-	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence"},
-	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store"},
-	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence"},
-	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store"},
+	{Reference, "", true, "fenceline's election (lease, release notice) and its fenced store", false},
+	{Redsync, "github.com/go-redsync/redsync/v4", false, "redsync mutex (Lock, Extend, Unlock; standbys retry Lock); plain cursor write, no fence", false},
+	{RedsyncFenced, "github.com/go-redsync/redsync/v4", true, "redsync mutex; a token from INCR after Lock; fenced store", false},
+	{Redislock, "github.com/bsm/redislock", false, "redislock (Obtain with linear backoff, Refresh, Release); plain cursor write, no fence", false},
+	{RedislockFenced, "github.com/bsm/redislock", true, "redislock; a token from INCR after Obtain; fenced store", false},
+	{ClientGo, ClientGoLibrary, false, "client-go's LeaderElector on a Redis stand-in for the Lease (chaos build only); plain cursor write, no fence", true},
+	{ClientGoFenced, ClientGoLibrary, true, "client-go's LeaderElector; a token minted by the record's compare-and-swap when a term starts; fenced store (chaos build only)", true},
+	{ClientGoTransitions, ClientGoLibrary, true, "client-go's LeaderElector; the record's LeaderTransitions (+1) as the token; fenced store (chaos build only)", true},
 }
 
 // All returns every target, the reference first.
