@@ -20,6 +20,8 @@ func TestDefaultBuildRefusesChaos(t *testing.T) {
 		func(c *Config) { c.Chaos = true },
 		func(c *Config) { c.Chaos = true; c.Workload = WorkloadRegister },
 		func(c *Config) { c.Target = "redsync"; c.Chaos = true },
+		func(c *Config) { c.Target = "client-go-fenced" },
+		func(c *Config) { c.Target = "client-go-transitions"; c.Chaos = true },
 	} {
 		c := validConfig()
 		change(&c)
