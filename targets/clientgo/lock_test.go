@@ -125,13 +125,19 @@ func TestTokenPerTerm(t *testing.T) {
 		{"a creates", a, func(l *Lock) error { return l.Create(ctx, record("a", t0, t0, 0)) }, 1},
 		{"a renews", a, func(l *Lock) error { return l.Update(ctx, record("a", t0, t0.Add(time.Second), 0)) }, 1},
 		{"a renews again", a, func(l *Lock) error { return l.Update(ctx, record("a", t0, t0.Add(2*time.Second), 0)) }, 1},
-		{"b takes over", b, func(l *Lock) error { return l.Update(ctx, record("b", t0.Add(5*time.Second), t0.Add(5*time.Second), 1)) }, 2},
+		{"b takes over", b, func(l *Lock) error {
+			return l.Update(ctx, record("b", t0.Add(5*time.Second), t0.Add(5*time.Second), 1))
+		}, 2},
 		{"b releases", b, func(l *Lock) error {
 			return l.Update(ctx, rl.LeaderElectionRecord{LeaderTransitions: 1, LeaseDurationSeconds: 1,
 				AcquireTime: metav1.NewTime(t0.Add(6 * time.Second)), RenewTime: metav1.NewTime(t0.Add(6 * time.Second))})
 		}, 2},
-		{"b takes the released record", b, func(l *Lock) error { return l.Update(ctx, record("b", t0.Add(7*time.Second), t0.Add(7*time.Second), 2)) }, 3},
-		{"b acquires its record anew", b, func(l *Lock) error { return l.Update(ctx, record("b", t0.Add(9*time.Second), t0.Add(9*time.Second), 2)) }, 4},
+		{"b takes the released record", b, func(l *Lock) error {
+			return l.Update(ctx, record("b", t0.Add(7*time.Second), t0.Add(7*time.Second), 2))
+		}, 3},
+		{"b acquires its record anew", b, func(l *Lock) error {
+			return l.Update(ctx, record("b", t0.Add(9*time.Second), t0.Add(9*time.Second), 2))
+		}, 4},
 	}
 	for _, s := range steps {
 		if _, _, err := s.l.Get(ctx); err != nil && !apierrors.IsNotFound(err) {
