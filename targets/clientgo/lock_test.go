@@ -217,3 +217,33 @@ func TestLockBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreatedRecord: a record deleted and created again (kubectl delete lease, on a real
+// cluster) starts LeaderTransitions from 0 again, while the minted token goes on from the
+// counter: a fence on LeaderTransitions would go back, the minted one does not.
+func TestRecreatedRecord(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx := context.Background()
+	c := newClient(t, srv)
+	a := newLock(t, c, "again", "a")
+	now := time.Now()
+	if err := a.Create(ctx, record("a", now, now, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, record("b", now, now, 5)); err != nil {
+		t.Fatal(err)
+	}
+	_, before, transitions := a.Observed()
+	if err := c.Del(ctx, RecordKey("again")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// client-go creates a missing record with LeaderTransitions 0.
+	if err := a.Create(ctx, record("c", now, now, 0)); err != nil {
+		t.Fatal(err)
+	}
+	_, after, transitionsAfter := a.Observed()
+	if after <= before || transitionsAfter >= transitions {
+		t.Fatalf("token %d -> %d, LeaderTransitions %d -> %d: want the token up and LeaderTransitions back to 0",
+			before, after, transitions, transitionsAfter)
+	}
+}
