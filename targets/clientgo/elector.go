@@ -154,8 +154,9 @@ func (e *Elector) Check(maxTolerable time.Duration) error {
 // process that runs client-go's election once and exits when it loses, as client-go's
 // users do, restarted with a new id. When a campaign wins, lead(termCtx, term) runs on
 // OnStartedLeading's goroutine; termCtx is the context client-go gives
-// OnStartedLeading, cancelled when client-go stops renewing (and, with ReleaseOnCancel,
-// after it has released the record). A campaign ends when LeaderElector.Run returns,
+// OnStartedLeading, cancelled when ctx is done, or when client-go gives up renewing and
+// has tried to release the record (ReleaseOnCancel releases before it cancels the
+// context, so a standby may lead before termCtx is done). A campaign ends when LeaderElector.Run returns,
 // and Run waits for lead to return before the next one. If lead returns on its own, the
 // campaign's context is cancelled (client-go releases the record) and the next campaign
 // starts RetryPeriod later.
