@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,6 +48,15 @@ func newStore(variant string, client redis.UniversalClient, cfg listener.RedisCo
 
 func plainStore(target string, _ redis.UniversalClient, _ listener.RedisConfig[source.Event]) (listener.Store[source.Event], error) {
 	return nil, fmt.Errorf("target %q writes the cursor without a fence and %w: %s", target, errNeedsChaos, ChaosBuildHint)
+}
+
+func clientGoElector(cfg Config, _ redis.UniversalClient, _ *slog.Logger, _ election.Recorder, _ *health) (electorRunner, error) {
+	return nil, chaosTarget(cfg.Target)
+}
+
+// chaosTarget refuses the targets that only a chaos build contains.
+func chaosTarget(name string) error {
+	return fmt.Errorf("target %q %w (its lock is a stand-in for the Kubernetes API server's Lease, and this build does not contain it): %s", name, errNeedsChaos, ChaosBuildHint)
 }
 
 func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Event]) (listener.Store[source.Event], error) {

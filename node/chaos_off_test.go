@@ -24,6 +24,8 @@ func TestDefaultBuildRefusesChaos(t *testing.T) {
 		func(c *Config) { c.Target = "redsync"; c.Chaos = true },
 		func(c *Config) { c.Target = "etcd-fenced"; c.Etcd = []string{"127.0.0.1:2379"} },
 		func(c *Config) { c.Target = "etcd"; c.Etcd = []string{"127.0.0.1:2379"}; c.Chaos = true },
+		func(c *Config) { c.Target = "client-go-fenced" },
+		func(c *Config) { c.Target = "client-go-transitions"; c.Chaos = true },
 	} {
 		c := validConfig()
 		change(&c)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/fenceline/fenceline/node/skewclock"
 	"github.com/fenceline/fenceline/source"
 	"github.com/fenceline/fenceline/targets"
+	"github.com/fenceline/fenceline/targets/clientgo"
 	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
@@ -51,6 +53,28 @@ func plainStore(target string, client redis.UniversalClient, cfg listener.RedisC
 	}
 	return variants.Plain(client, cfg)
 }
+
+// clientGoElector runs client-go's LeaderElector (package targets/clientgo): --lease-ttl
+// is its LeaseDuration, --renew-interval its RenewDeadline, --retry-interval its
+// RetryPeriod.
+func clientGoElector(cfg Config, client redis.UniversalClient, logger *slog.Logger, rec election.Recorder, h *health) (electorRunner, error) {
+	e, err := clientgo.New(client, clientgo.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
+		LeaseDuration: cfg.Lease, RenewDeadline: cfg.Renew, RetryPeriod: cfg.Retry, Logger: logger, Recorder: rec,
+		OnRead: func(err error) {
+			if err != nil {
+				h.failed(err)
+			} else {
+				h.answered()
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// chaosTarget accepts every target: a chaos build has them all.
+func chaosTarget(string) error { return nil }
 
 func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Event]) (listener.Store[source.Event], error) {
 	return variants.PostgresStore(variant, pool, cfg)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/failpoint"
@@ -101,5 +102,23 @@ func TestFailpointHooks(t *testing.T) {
 	c.Failpoints = []string{"election/nope=block"}
 	if err := c.Validate(); !errors.Is(err, failpoint.ErrUnknown) {
 		t.Errorf("--failpoint of an unknown name: %v", err)
+	}
+}
+
+// A client-go target runs in a chaos build with --chaos, and its node refuses at start a
+// lease that client-go cannot write in whole seconds.
+func TestClientGoTarget(t *testing.T) {
+	c := validConfig()
+	c.Target, c.Chaos = "client-go-transitions", true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("client-go-transitions with --chaos: %v", err)
+	}
+	c.Source, c.Redis = "http://127.0.0.1:1", election.ClientOptions("127.0.0.1:1")
+	if err := Check(c); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	c.Lease = 1500 * time.Millisecond
+	if err := Check(c); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "whole seconds") {
+		t.Errorf("--lease-ttl 1.5s: %v, want a usage error about whole seconds", err)
 	}
 }

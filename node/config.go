@@ -201,6 +201,14 @@ func (c Config) validateTarget() error {
 			return err
 		}
 	}
+	if t.ChaosOnly {
+		if err := chaosTarget(t.Name); err != nil {
+			return err
+		}
+		if !c.Chaos {
+			return fmt.Errorf("target %q runs only with --chaos: its lock is a stand-in for the Kubernetes API server's Lease, there for the harness to measure client-go's election", t.Name)
+		}
+	}
 	if !t.Fenced && !c.Chaos {
 		// Its plain write loses or duplicates events under faults: never by accident.
 		return fmt.Errorf("target %q writes the cursor without a fence and runs only with --chaos, for the harness to measure", t.Name)

@@ -79,8 +79,7 @@ func check(cfg Config) error {
 		return err
 	}
 	if isTarget(cfg) {
-		_, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
-			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry})
+		_, err = targetElector(cfg, client, election.SystemClock(), nil, nil, nil)
 		return err
 	}
 	_, err = election.New(client, election.Config{
@@ -112,6 +111,23 @@ func targetStore(cfg Config, client redis.UniversalClient, sc listener.RedisConf
 		return plainStore(cfg.Target, client, sc)
 	}
 	return listener.NewRedisStore(client, sc)
+}
+
+// targetElector is the elector of a target other than the reference: a lock library's
+// (package targets) or, in a chaos build, client-go's (package targets/clientgo, which
+// reads the system clock: client-go takes no clock). h, if not nil, hears of every
+// answer from Redis that rec is not told about (client-go's reads of its record).
+func targetElector(cfg Config, client redis.UniversalClient, clock election.Clock, logger *slog.Logger, rec election.Recorder, h *health) (electorRunner, error) {
+	if t, err := targets.ByName(cfg.Target); err == nil && t.Library == targets.ClientGoLibrary {
+		return clientGoElector(cfg, client, logger, rec, h)
+	}
+	e, err := targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
+		LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger,
+		Recorder: rec})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // electorRunner is what a node runs: package election's Elector or a target's.
@@ -247,9 +263,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		}
 		defer closeClient()
 	case isTarget(cfg):
-		el, err = targets.New(client, targets.Config{Target: cfg.Target, InstanceID: cfg.ID, Name: cfg.Election,
-			LeaseTTL: cfg.Lease, RenewInterval: cfg.Renew, RetryInterval: cfg.Retry, Clock: clock, Logger: logger,
-			Recorder: erec})
+		el, err = targetElector(cfg, client, clock, logger, erec, st.health)
 		if err != nil {
 			return usage(err)
 		}

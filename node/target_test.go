@@ -20,6 +20,7 @@ func TestValidateTarget(t *testing.T) {
 	}{
 		{func(c *Config) { c.Target = "redsync" }, "without a fence"},
 		{func(c *Config) { c.Target = "zookeeper" }, "unknown target"},
+		{func(c *Config) { c.Target = "client-go-fenced" }, "stand-in"},
 		{func(c *Config) { c.Target = "redsync-fenced"; c.Variant = "no-fence"; c.Chaos = true }, "variant"},
 		{func(c *Config) { c.Target = "redsync-fenced"; c.Workload = WorkloadRegister; c.Chaos = true }, "listener workload only"},
 	} {

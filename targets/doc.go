@@ -10,6 +10,14 @@
 //	etcd              etcd's concurrency election (package targets/etcdelect), plain write
 //	etcd-fenced       the same election, the leader key's create revision as the token,
 //	                  the fenced store
+//	client-go              client-go's LeaderElector (package targets/clientgo), plain write
+//	client-go-fenced       the same, a token minted by the record's compare-and-swap
+//	client-go-transitions  the same, the record's LeaderTransitions as the token
+//
+// The etcd and client-go targets are listed here and built in packages
+// targets/etcdelect and targets/clientgo, which only a chaos build links: etcd's client
+// stays out of a production binary, and client-go's lock is a stand-in for the API
+// server's Lease.
 //
 // Elector runs a Lock (one library's lease) as an election: a standby retries the
 // library's acquire (with the library's own retry delays: it polls, there is no release

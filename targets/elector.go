@@ -74,11 +74,15 @@ func New(client redis.UniversalClient, cfg Config) (*Elector, error) {
 	case Redislock, RedislockFenced:
 		lock = NewRedislock(client, ecfg.Name, ecfg.LeaseTTL)
 	default:
-		if _, err := ByName(cfg.Target); err != nil {
+		t, err := ByName(cfg.Target)
+		if err != nil {
 			return nil, err
 		}
-		if t, _ := ByName(cfg.Target); t.Etcd {
+		if t.Etcd {
 			return nil, fmt.Errorf("targets: %q elects through etcd (package targets/etcdelect), not with a Redis lock library", cfg.Target)
+		}
+		if t.Library == ClientGoLibrary {
+			return nil, fmt.Errorf("targets: %q elects with client-go's LeaderElector (package targets/clientgo), not with a lock library", cfg.Target)
 		}
 		return nil, fmt.Errorf("targets: %q elects with package election, not with a lock library", cfg.Target)
 	}

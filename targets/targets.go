@@ -15,7 +15,15 @@ const (
 	RedislockFenced = "redislock-fenced"
 	Etcd            = "etcd"
 	EtcdFenced      = "etcd-fenced"
+	// The client-go targets run client-go's LeaderElector on a stand-in for the API
+	// server's Lease (package targets/clientgo), in a chaos build only.
+	ClientGo            = "client-go"
+	ClientGoFenced      = "client-go-fenced"
+	ClientGoTransitions = "client-go-transitions"
 )
+
+// ClientGoLibrary is the Library of the client-go targets.
+const ClientGoLibrary = "k8s.io/client-go/tools/leaderelection"
 
 // Target describes one design under test.
 type Target struct {
@@ -33,6 +41,9 @@ type Target struct {
 	// cluster beside Redis (which still holds the cursor) and gives the nodes its
 	// endpoints (--etcd).
 	Etcd bool
+	// ChaosOnly is true for a target that a chaos build runs, with --chaos, and a
+	// default build does not contain: one whose lock backend is a stand-in.
+	ChaosOnly bool
 }
 
 var all = []Target{
@@ -50,6 +61,12 @@ var all = []Target{
 		Description: "etcd election (Campaign, session keep-alive, Resign); plain cursor write, no fence"},
 	{Name: EtcdFenced, Library: "go.etcd.io/etcd/client/v3/concurrency", Fenced: true, Etcd: true, Fence: "create revision of the leader key",
 		Description: "etcd election; the leader key's create revision as the token; fenced store"},
+	{Name: ClientGo, Library: ClientGoLibrary, Fence: "none", ChaosOnly: true,
+		Description: "client-go's LeaderElector on a Redis stand-in for the Lease (chaos build only); plain cursor write, no fence"},
+	{Name: ClientGoFenced, Library: ClientGoLibrary, Fenced: true, Fence: "token minted by the record's compare-and-swap", ChaosOnly: true,
+		Description: "client-go's LeaderElector; a token minted by the record's compare-and-swap when a term starts; fenced store (chaos build only)"},
+	{Name: ClientGoTransitions, Library: ClientGoLibrary, Fenced: true, Fence: "the record's LeaderTransitions", ChaosOnly: true,
+		Description: "client-go's LeaderElector; the record's LeaderTransitions (+1) as the token; fenced store (chaos build only)"},
 }
 
 // All returns every target, the reference first.

@@ -12,8 +12,8 @@ import (
 const passwordEnv = redisconn.PasswordEnv
 
 // chaosOnlyPackages must not be in a default build of fenceline: the broken variants,
-// the fault hooks, the harness and what it embeds (the toxiproxy server), and the
-// testing package that test helpers drag in.
+// the fault hooks, the harness and what it embeds (the toxiproxy server), the client-go
+// targets, and the testing package that test helpers drag in.
 var chaosOnlyPackages = []string{
 	"testing",
 	"github.com/fenceline/fenceline/variants",
@@ -24,6 +24,9 @@ var chaosOnlyPackages = []string{
 	"github.com/fenceline/fenceline/backend",
 	"github.com/fenceline/fenceline/backend/container",
 	"github.com/Shopify/toxiproxy/v2",
+	// client-go's election on a stand-in lock, and client-go itself.
+	"github.com/fenceline/fenceline/targets/clientgo",
+	"k8s.io/client-go/tools/leaderelection",
 }
 
 // deps lists the packages a build of pkg with tags depends on (go list -deps).
@@ -61,7 +64,7 @@ func TestDefaultBuildHasNoChaosCode(t *testing.T) {
 	}
 	chaos := deps(t, "chaos", "github.com/fenceline/fenceline/cmd/fenceline")
 	for _, want := range []string{"github.com/fenceline/fenceline/variants", "github.com/fenceline/fenceline/node/skewclock",
-		"github.com/fenceline/fenceline/harness"} {
+		"github.com/fenceline/fenceline/harness", "github.com/fenceline/fenceline/targets/clientgo"} {
 		if !slices.Contains(chaos, want) {
 			t.Errorf("the chaos build lacks %s", want)
 		}

@@ -20,7 +20,7 @@ func TestChaosUsageErrors(t *testing.T) {
 		{[]string{"chaos", "--nodes", "0"}, "need --nodes >= 1"},
 		{[]string{"chaos", "--backend", "cloud"}, `unknown backend "cloud"`},
 		{[]string{"chaos", "--variant", "nonsense"}, `unknown variant "nonsense"`},
-		{[]string{"chaos", "--target", "zookeeper"}, `unknown target "zookeeper" (known: reference, redsync, redsync-fenced, redislock, redislock-fenced, etcd, etcd-fenced)`},
+		{[]string{"chaos", "--target", "zookeeper"}, `unknown target "zookeeper" (known: reference, redsync, redsync-fenced, redislock, redislock-fenced, etcd, etcd-fenced, client-go, client-go-fenced, client-go-transitions)`},
 		{[]string{"node", "--id", "n1", "--target", "redsync"}, "without a fence and runs only with --chaos"},
 		{[]string{"chaos", "--duration", "soon"}, "invalid value"},
 		{[]string{"node", "--id", "n1", "--variant", "no-fence"}, "broken on purpose and runs only with --chaos"},
