@@ -43,6 +43,8 @@ type Design struct {
 	Fenced bool
 	// Fence says what the fencing token is, for the table ("none" when unfenced).
 	Fence string
+	// NoExclusion: the election does not promise mutual exclusion (targets.Target).
+	NoExclusion bool
 }
 
 // NodePrograms are the example nodes of other languages (examples/), as the matrix runs
@@ -54,7 +56,7 @@ var NodePrograms = []Design{
 
 // designOf is target t as a row.
 func designOf(t targets.Target) Design {
-	return Design{Name: t.Name, Target: t.Name, Fenced: t.Fenced, Fence: t.Fence}
+	return Design{Name: t.Name, Target: t.Name, Fenced: t.Fenced, Fence: t.Fence, NoExclusion: t.NoExclusion}
 }
 
 // Config is one matrix: designs × seeds Seed..Seed+Seeds-1, every run with the same
@@ -96,7 +98,9 @@ type Record struct {
 	// Target is the design's name (a target or a node program).
 	Target string `json:"target"`
 	Fenced bool   `json:"fenced"`
-	Seed   int64  `json:"seed"`
+	// NoExclusion: the design does not promise mutual exclusion (Design.NoExclusion).
+	NoExclusion bool  `json:"no_exclusion,omitempty"`
+	Seed        int64 `json:"seed"`
 	// Handoff marks a run with graceful stops only, made to measure the handoff.
 	Handoff bool            `json:"handoff,omitempty"`
 	Dir     string          `json:"dir,omitempty"`
@@ -123,8 +127,8 @@ type Record struct {
 
 // Run runs the matrix, prints progress to stderr and the table to stdout, and writes
 // cfg.Table and <Out>/targets.json. It returns 0 when every run was checked and every
-// fenced target (the reference included) was valid in every run, 1 when a fenced target
-// was invalid, 3 when a run could not be completed or checked, 2 for bad settings. An
+// fenced target (the reference included) was valid in every run (but for lease-exclusion
+// where the election does not promise it), 1 when a fenced target was invalid, 3 when a run could not be completed or checked, 2 for bad settings. An
 // unfenced target found invalid is what the table measures, not a failure. It blocks;
 // once ctx is done it stops the run under way, skips the rest and writes what ran.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
@@ -164,8 +168,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		rows = append(rows, matrix.Row{Name: t.Name, Spec: s})
 		s.Nemeses = []string{faults.Stop}
 		handoffs = append(handoffs, matrix.Row{Name: t.Name + "-handoff", Spec: s})
-		proto[t.Name] = Record{Target: t.Name, Fenced: t.Fenced}
-		proto[t.Name+"-handoff"] = Record{Target: t.Name, Fenced: t.Fenced, Handoff: true}
+		proto[t.Name] = Record{Target: t.Name, Fenced: t.Fenced, NoExclusion: t.NoExclusion}
+		proto[t.Name+"-handoff"] = Record{Target: t.Name, Fenced: t.Fenced, NoExclusion: t.NoExclusion, Handoff: true}
 	}
 	// Every seed of every target, then one run per target with graceful stops only
 	// (the first seed): in an all-fault run few stops hit the leader, and the handoff is
@@ -196,8 +200,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	// A fenced design judged invalid fails the command; an unfenced one so judged is
 	// the table's finding.
 	err = matrix.WriteJUnit(d.Dir(), "targets", cfg.seeds(), time.Since(began), results, func(i int, r matrix.Result) string {
-		if recs[i].Fenced && r.Verdict() == checker.Invalid {
-			return "the fenced target " + recs[i].Target + " was judged invalid (" + strings.Join(r.FailedChecks(), ", ") + ")"
+		if rec := recs[i]; rec.Fenced && r.Verdict() == checker.Invalid && !rec.onlyUnpromised(r.FailedChecks()) {
+			return "the fenced target " + rec.Target + " was judged invalid (" + strings.Join(r.FailedChecks(), ", ") + ")"
 		}
 		return ""
 	})
@@ -247,13 +251,19 @@ func exitCode(recs []Record) int {
 	code := exitcode.OK
 	for _, r := range recs {
 		switch {
-		case r.Fenced && r.Verdict == checker.Invalid:
+		case r.Fenced && r.Verdict == checker.Invalid && !r.onlyUnpromised(r.Failed):
 			return exitcode.Invalid
 		case r.Incomplete != "" || (r.Verdict != checker.Valid && r.Verdict != checker.Invalid):
 			code = exitcode.Unknown
 		}
 	}
 	return code
+}
+
+// onlyUnpromised reports whether failed holds only what the design does not promise:
+// lease-exclusion, for an election that does not promise mutual exclusion.
+func (r Record) onlyUnpromised(failed []string) bool {
+	return r.NoExclusion && len(failed) > 0 && !slices.ContainsFunc(failed, func(c string) bool { return c != checker.CheckLeaseExclusion })
 }
 
 // record fills r from a run's result.

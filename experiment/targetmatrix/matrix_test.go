@@ -84,6 +84,19 @@ func TestExitCode(t *testing.T) {
 	if c := exitCode(unknown); c != exitcode.Unknown {
 		t.Errorf("with an incomplete run: exit %d, want 3", c)
 	}
+	// An election that does not promise mutual exclusion may fail lease-exclusion; its
+	// fence must hold all the same.
+	noExcl := Record{Target: "client-go-fenced", Fenced: true, NoExclusion: true, Verdict: checker.Invalid, Failed: []string{"lease-exclusion"}}
+	if c := exitCode(append(recs, noExcl)); c != exitcode.OK {
+		t.Errorf("with client-go-fenced failing lease-exclusion only: exit %d, want 0", c)
+	}
+	noExcl.Failed = append(noExcl.Failed, "no-stale-write")
+	if c := exitCode(append(recs, noExcl)); c != exitcode.Invalid {
+		t.Errorf("with client-go-fenced failing no-stale-write: exit %d, want 1", c)
+	}
+	if c := exitCode(append(recs, Record{Target: "redsync-fenced", Fenced: true, Verdict: checker.Invalid, Failed: []string{"lease-exclusion"}})); c != exitcode.Invalid {
+		t.Errorf("with redsync-fenced failing lease-exclusion: exit %d, want 1", c)
+	}
 	bad := append(unknown, Record{Target: "redislock-fenced", Fenced: true, Verdict: checker.Invalid})
 	if c := exitCode(bad); c != exitcode.Invalid {
 		t.Errorf("with a fenced target invalid: exit %d, want 1", c)

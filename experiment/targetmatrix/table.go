@@ -166,6 +166,9 @@ func (t table) summary() string {
 			fl = append(fl, fmt.Sprintf("%s (%d)", k, failed[k]))
 		}
 		checks := strings.Join(fl, ", ")
+		if d.NoExclusion && failed[checker.CheckLeaseExclusion] > 0 {
+			checks += " (mutual exclusion not promised)"
+		}
 		if !d.Fenced {
 			checks = strings.TrimPrefix(checks+"; no-stale-write: not applicable, no fence", "; ")
 		}
