@@ -144,6 +144,12 @@ func TestStores(t *testing.T) {
 		// The cursor is checked, the token is not: a superseded writer at the cursor passes.
 		{NoTokenCheck, 2, 1, false, true},
 		{NoCursorCheck, 2, 1, true, false},
+		// The zoo's work-loop bugs write to a resource without a fence; its election
+		// bugs keep the reference's store.
+		{NeverTold, 2, 1, false, true},
+		{WorkAfterDeadline, 2, 1, false, true},
+		{StaleObservedRecord, 2, 1, true, false},
+		{LateToken, 2, 1, true, false},
 	} {
 		client := election.NewClient(srv.Addr())
 		defer client.Close()
