@@ -144,11 +144,13 @@ func TestStores(t *testing.T) {
 		// The cursor is checked, the token is not: a superseded writer at the cursor passes.
 		{NoTokenCheck, 2, 1, false, true},
 		{NoCursorCheck, 2, 1, true, false},
-		// The zoo's work-loop bugs write to a resource without a fence; its election
-		// bugs keep the reference's store.
+		// The zoo's election bugs write to a resource without a fence; the token bug
+		// keeps the reference's store.
 		{NeverTold, 2, 1, false, true},
 		{WorkAfterDeadline, 2, 1, false, true},
-		{StaleObservedRecord, 2, 1, true, false},
+		{StaleObservedRecord, 2, 1, false, true},
+		{WallClockLease, 2, 1, false, true},
+		{LeaseNotRechecked, 2, 1, false, true},
 		{LateToken, 2, 1, true, false},
 	} {
 		client := election.NewClient(srv.Addr())

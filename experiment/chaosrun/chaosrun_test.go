@@ -104,6 +104,24 @@ func TestLoadRaceProbe(t *testing.T) {
 	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
 		t.Errorf("probe of an empty schedule: %+v", p)
 	}
+	// The zoo's probes follow, one after the other: a stalled new leader, then a forward
+	// clock jump on each of the first three nodes.
+	all := WithStaleLeaderProbes(steps, 2*time.Second, 5)
+	if len(all) != len(got)+4 || !reflect.DeepEqual(all[:len(got)], got) {
+		t.Fatalf("stale-leader probes: %d steps after %d", len(all), len(got))
+	}
+	for i, p := range all[len(got):] {
+		prev := all[len(got)+i-1]
+		if p.At != prev.At+prev.Params.Hold+3*time.Second {
+			t.Errorf("probe %d at %v after %+v", i, p.At, prev)
+		}
+		if i == 0 && (p.Kind != faults.FPStallNewLeader || !p.Aim.Leader) {
+			t.Errorf("first zoo probe %+v", p)
+		}
+		if off, rate := nemesis.ClockSkew(p.Params); i > 0 && (p.Kind != faults.Clock || p.Aim.Node != i || off != 3*time.Second || rate != 1) {
+			t.Errorf("clock probe %d: %+v (offset %v, rate %v)", i, p, off, rate)
+		}
+	}
 }
 
 // Each run starts where its own seed says, also when one spec runs many seeds
