@@ -45,18 +45,19 @@ func TestTrustGrantForChaos(t *testing.T) {
 	}
 }
 
-// SetNeverTellForChaos and SetWorkLagForChaos: the elector steps down at its deadline,
-// but lead's context ends only at shutdown, or a lag later.
+// SetNeverTellForChaos and SetWorkLagForChaos: the elector stops at its deadline, but
+// lead's context ends only at shutdown, or a lag later; never told, the step-down is
+// recorded only when lead returns.
 func TestLeadContextForChaos(t *testing.T) {
 	const lag = 3 * time.Second
 	for _, c := range []struct {
-		name string
-		set  func(*Elector) error
-		end  time.Duration
+		name          string
+		set           func(*Elector) error
+		end, stepDown time.Duration
 	}{
-		{"reference", func(*Elector) error { return nil }, localLease},
-		{"never-told", SetNeverTellForChaos, 10 * time.Second},
-		{"work-lag", func(e *Elector) error { return SetWorkLagForChaos(e, lag) }, localLease + lag},
+		{"reference", func(*Elector) error { return nil }, localLease, localLease},
+		{"never-told", SetNeverTellForChaos, 10 * time.Second, 10 * time.Second},
+		{"work-lag", func(e *Elector) error { return SetWorkLagForChaos(e, lag) }, localLease + lag, localLease},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -75,8 +76,11 @@ func TestLeadContextForChaos(t *testing.T) {
 				if len(terms) == 0 || terms[0].End != c.end {
 					t.Fatalf("terms %+v, want the first to end for lead at %v", terms, c.end)
 				}
-				if sd := rec.find("step-down", ""); len(sd) == 0 || sd[0].At != localLease {
-					t.Errorf("step-downs %+v, want the first at %v: the elector itself knows", sd, localLease)
+				if sd := rec.find("step-down", ""); len(sd) == 0 || sd[0].At != c.stepDown {
+					t.Errorf("step-downs %+v, want the first at %v", sd, c.stepDown)
+				}
+				if n := len(rec.find("invoke", OpRenew)); n != 1 {
+					t.Errorf("%d renewals, want the one blackholed: none after the deadline", n)
 				}
 			})
 		})

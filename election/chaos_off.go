@@ -12,6 +12,8 @@ func (chaosHooks) ignoreDeadline() bool { return false }
 
 func (chaosHooks) trustsGrant() bool { return false }
 
+func (chaosHooks) neverTells() bool { return false }
+
 func (chaosHooks) leadContext(_, termCtx context.Context) (context.Context, func()) {
 	return termCtx, func() {}
 }

@@ -135,6 +135,8 @@ func (h chaosHooks) ignoreDeadline() bool { return h.noStepDown }
 
 func (h chaosHooks) trustsGrant() bool { return h.trustGrant }
 
+func (h chaosHooks) neverTells() bool { return h.neverTell }
+
 // leadContext is the context lead runs with: termCtx, or with neverTell ctx (only a
 // shutdown ends it), or with workLag a context cancelled workLag after termCtx. stop
 // releases what it holds.
@@ -175,11 +177,13 @@ func SetTrustGrantForChaos(e *Elector) error {
 	return e.setHooks(func(h *chaosHooks) { h.trustGrant = true })
 }
 
-// SetNeverTellForChaos makes e end its terms without telling lead: lead's context is
-// cancelled only when Run's is (kubernetes/kubernetes#23731, where OnStoppedLeading was
-// never called). The elector still steps down, records it, and waits for lead to return
-// before it campaigns again. It is for self-validation only. It returns ErrRunning if e
-// is running.
+// SetNeverTellForChaos makes e end its terms without telling anyone: it stops renewing,
+// but lead's context is cancelled only when Run's is, and its status, metrics, log and
+// Recorder learn of the step-down only when lead returns on its own (a write the fence
+// rejected, say): kubernetes/kubernetes#23731, where OnStoppedLeading was never called
+// and the elector still named itself leader. It waits for lead to return before it
+// campaigns again. It is for self-validation only. It returns ErrRunning if e is
+// running.
 func SetNeverTellForChaos(e *Elector) error {
 	return e.setHooks(func(h *chaosHooks) { h.neverTell = true })
 }

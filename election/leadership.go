@@ -236,9 +236,15 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 	default:
 		cancel(context.Cause(ctx))
 	}
-	l.stepDown(term, reason)
+	told := !l.chaos.neverTells()
+	if told {
+		l.stepDown(term, reason)
+	}
 	if leadDone != nil {
 		l.awaitLead(term, leadDone) // bounded wait: overdue.go
+	}
+	if !told {
+		l.stepDown(term, reason) // the node learns it only when its work stops
 	}
 	if renewing != nil {
 		<-renewing // bounded by RequestTimeout if the client honours deadlines

@@ -98,13 +98,13 @@ var all = []Variant{
 	// at the default settings instead (every fault, the random schedule, the probes).
 	{LeaseNotRechecked, "etcd-io/etcd#11408: a won acquire is trusted whenever its reply comes: the term's first deadline is measured from the reply, not from the send, and not checked on arrival; a node stalled between winning and leading (fp-stall-new-leader) then leads for a whole lease next to the node that took the lease meanwhile, and writes to a resource without a fence (Jepsen's lock-protected register had none)",
 		[]string{faults.FPStallNewLeader}, true, "", "", false},
-	{StaleObservedRecord, "kubernetes/kubernetes#67651: a candidate reads the lease record (GET, PTTL) and, finding it free, writes its own with INCR and a plain SET, with no compare-and-swap on what it read; candidates woken together (a release notice, an expiry) each overwrite the one before, and every one believes it won and writes to a resource without a fence (client-go gives none)",
+	{StaleObservedRecord, "kubernetes/kubernetes#67651: a candidate reads the lease record (GET, PTTL) and, finding it free, writes its own with INCR and a plain SET, with no compare-and-swap on what it read; candidates woken together (a release notice, an expiry) each overwrite the one before, and every one believes it won",
 		[]string{faults.Stop, faults.Kill}, true, "", "", false},
-	{NeverTold, "kubernetes/kubernetes#23731: the elector steps down but never tells the application: the term's context is not cancelled (only a shutdown ends it), and the deposed leader goes on writing to a resource without a fence",
+	{NeverTold, "kubernetes/kubernetes#23731: the elector stops renewing at its deadline but tells nobody: the term's context is not cancelled (only a shutdown ends it) and the node believes, and records, that it leads until its work stops (a write the fence rejects)",
 		[]string{faults.Pause, faults.Delay, faults.PartitionBlackhole}, true, "", "", false},
 	{WorkAfterDeadline, "cilium/cilium#42920: the work loop learns of the lost term only after a blocking stop hook, one lease TTL after the renew deadline, and writes meanwhile to a resource without a fence",
 		[]string{faults.Pause, faults.Delay, faults.PartitionBlackhole}, true, "", "", false},
-	{WallClockLease, "the Redlock critique, client-go's observedTime: a candidate judges the holder's lease expired by its own clock (now + PTTL noted at its last look) and then takes the lock with a plain SET; a clock that jumps forward ends a live leader's lease, and both write to a resource without a fence",
+	{WallClockLease, "the Redlock critique, client-go's observedTime: a candidate judges the holder's lease expired by its own clock (now + PTTL noted at its last look) and then takes the lock with a plain SET; a clock that jumps forward ends a live leader's lease",
 		[]string{faults.Clock}, true, "", "", false},
 	{LateToken, "bsm/redislock#93: the lock is taken with SET NX and the token minted after it by a separate INCR, then written into the lock (SET XX); an acquirer held up between the two gets a larger token than the holder that took the lock after it, overwrites that holder's lock, and, trusting its grant as a lock library does, leads",
 		[]string{faults.Pause, faults.Delay}, true, "", "", false},
@@ -154,9 +154,10 @@ func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[s
 	case NoFence:
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 		return uncancellable{s}, nil
-	case LeaseOnly, NeverTold, WorkAfterDeadline, StaleObservedRecord, WallClockLease, LeaseNotRechecked:
-		// The zoo's election bugs shipped in systems whose resource had no fence
-		// (client-go, etcd's lock, Redlock give none): the fence would hide them.
+	case LeaseOnly, WorkAfterDeadline, LeaseNotRechecked:
+		// Two of the zoo's bugs do harm only to a resource without a fence (as
+		// shipped: Cilium's CIDR allocations, Jepsen's lock-protected register); the
+		// others keep the fence, and lease-exclusion sees them.
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 	case StringCompare:
 		listener.SetCommitScriptForChaos(s, stringCompareScript)
