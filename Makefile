@@ -25,7 +25,7 @@ ETCD      ?=
 # NODE_CMD runs that command as each node instead of fenceline's own (docs/node-protocol.md).
 NODE_CMD  ?=
 
-.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short bench-checker bench-checker-coarse soak campaign targets topologies mutants
+.PHONY: all build test lint bench chaos check-deps check-test-deps check-postgres clean images docker-prune validate validate-short zoo bench-checker bench-checker-coarse soak campaign targets topologies mutants
 
 all: build
 
@@ -130,6 +130,13 @@ validate: check-deps check-postgres build
 # fourth term at the latest).
 validate-short: check-deps check-postgres build
 	$(CHAOS_BIN) validate --seeds 1 --duration 30s --variants all
+
+# zoo measures the known-bug zoo (docs/known-bugs.md): each zoo variant and the
+# reference at the default chaos settings (every fault, random schedule, the load-race
+# probe; DURATION), SEEDS seeds each (default 20: hours), into OUT (default reports/zoo).
+zoo: check-deps build
+	$(CHAOS_BIN) validate --zoo --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) \
+	  --duration $(DURATION) --out $(if $(call given,OUT),$(OUT),reports/zoo)
 
 # soak runs SEEDS seeded all-fault chaos runs of DURATION each (defaults 20 x 5m, seeds
 # SEED..SEED+SEEDS-1, SEED 1) into OUT (default reports/soak), one subprocess per run, and

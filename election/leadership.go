@@ -146,8 +146,13 @@ type renewResult struct {
 func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom time.Time, lead func(ctx context.Context, t Term)) Reason {
 	cfg := l.cfg
 	deadline := term.Start.Add(cfg.LeaseTTL - cfg.DriftMargin)
+	if l.chaos.trustsGrant() {
+		deadline = cfg.Clock.Now().Add(cfg.LeaseTTL - cfg.DriftMargin)
+	}
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	leadCtx, stopLeadCtx := l.chaos.leadContext(ctx, termCtx)
+	defer stopLeadCtx()
 
 	l.mu.Lock()
 	l.status = Status{Role: RoleLeader, Token: term.Token, Leader: term.Instance, LeaderToken: term.Token}
@@ -185,7 +190,7 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 		leadDone = make(chan struct{})
 		go func() {
 			defer close(leadDone)
-			lead(termCtx, term)
+			lead(leadCtx, term)
 		}()
 	loop:
 		for {
@@ -251,9 +256,15 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 	default:
 		cancel(context.Cause(ctx))
 	}
-	l.stepDown(term, reason)
+	told := !l.chaos.neverTells()
+	if told {
+		l.stepDown(term, reason)
+	}
 	if leadDone != nil {
 		l.awaitLead(term, leadDone) // bounded wait: overdue.go
+	}
+	if !told {
+		l.stepDown(term, reason) // the node learns it only when its work stops
 	}
 	if renewing != nil {
 		<-renewing // bounded by RequestTimeout if the client honours deadlines

@@ -17,8 +17,11 @@ import (
 // script with GET, a comparison in the client, then DEL and PUBLISH in separate round
 // trips; UncheckedRelease with a plain DEL and PUBLISH; NoStepDown makes the elector
 // ignore its local deadline; NonAtomicTakeover replaces the atomic takeover script with
-// an INCR and a plain SET. e must not be running.
+// an INCR and a plain SET; the zoo's variants as zoo.go says. e must not be running.
 func Elector(name string, e *election.Elector) error {
+	if ok, err := zooElector(name, e); ok {
+		return err
+	}
 	switch name {
 	case NonAtomicRelease:
 		return election.SetReleaseForChaos(e, nonAtomicRelease)

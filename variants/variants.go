@@ -92,6 +92,22 @@ var all = []Variant{
 	// late writes, but two nodes lead at once with no fault to explain it.
 	{NonAtomicTakeover, "takeover on disconnect trusts the standby's poll: once it saw the leader's presence gone, it takes the lock with INCR and a plain SET, without checking again, in the same step, that the lock still holds the vanished leader's value; two standbys that saw the same crash both take over, and the second overwrites the first's fresh lease",
 		[]string{faults.FPTakeoverRace}, true, "", "", true},
+
+	// The known-bug zoo (zoo.go, docs/known-bugs.md): published split-brain bugs. Their
+	// faults are those that reach each here; `fenceline validate --zoo` runs them all
+	// at the default settings instead (every fault, the random schedule, the probes).
+	{LeaseNotRechecked, "etcd-io/etcd#11408: a won acquire is trusted whenever its reply comes: the term's first deadline is measured from the reply, not from the send, and not checked on arrival; a node stalled between winning and leading (fp-stall-new-leader) then leads for a whole lease next to the node that took the lease meanwhile, and writes to a resource without a fence (Jepsen's lock-protected register had none)",
+		[]string{faults.FPStallNewLeader}, true, "", "", false},
+	{StaleObservedRecord, "kubernetes/kubernetes#67651: a candidate reads the lease record (GET, PTTL) and, finding it free, writes its own with INCR and a plain SET, with no compare-and-swap on what it read; candidates woken together (a release notice, an expiry) each overwrite the one before, and every one believes it won",
+		[]string{faults.Stop, faults.Kill}, true, "", "", false},
+	{NeverTold, "kubernetes/kubernetes#23731: the elector stops renewing at its deadline but tells nobody: the term's context is not cancelled (only a shutdown ends it) and the node believes, and records, that it leads until its work stops (a write the fence rejects)",
+		[]string{faults.Pause, faults.Delay, faults.PartitionBlackhole}, true, "", "", false},
+	{WorkAfterDeadline, "cilium/cilium#42920: the work loop learns of the lost term only after a blocking stop hook, one lease TTL after the renew deadline, and writes meanwhile to a resource without a fence",
+		[]string{faults.Pause, faults.Delay, faults.PartitionBlackhole}, true, "", "", false},
+	{WallClockLease, "the Redlock critique, client-go's observedTime: a candidate judges the holder's lease expired by its own clock (now + PTTL noted at its last look) and then takes the lock with a plain SET; a clock that jumps forward ends a live leader's lease",
+		[]string{faults.Clock}, true, "", "", false},
+	{LateToken, "bsm/redislock#93: the lock is taken with SET NX and the token minted after it by a separate INCR, then written into the lock (SET XX); an acquirer held up between the two gets a larger token than the holder that took the lock after it, overwrites that holder's lock, and, trusting its grant as a lock library does, leads",
+		[]string{faults.Pause, faults.Delay}, true, "", "", false},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v
@@ -138,7 +154,10 @@ func Store(name string, client redis.UniversalClient, cfg listener.RedisConfig[s
 	case NoFence:
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 		return uncancellable{s}, nil
-	case LeaseOnly:
+	case LeaseOnly, WorkAfterDeadline, LeaseNotRechecked:
+		// Two of the zoo's bugs do harm only to a resource without a fence (as
+		// shipped: Cilium's CIDR allocations, Jepsen's lock-protected register); the
+		// others keep the fence, and lease-exclusion sees them.
 		listener.SetCommitScriptForChaos(s, unfencedScript)
 	case StringCompare:
 		listener.SetCommitScriptForChaos(s, stringCompareScript)

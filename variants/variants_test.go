@@ -144,6 +144,13 @@ func TestStores(t *testing.T) {
 		// The cursor is checked, the token is not: a superseded writer at the cursor passes.
 		{NoTokenCheck, 2, 1, false, true},
 		{NoCursorCheck, 2, 1, true, false},
+		// Two zoo bugs write to a resource without a fence; the others keep the fence.
+		{WorkAfterDeadline, 2, 1, false, true},
+		{LeaseNotRechecked, 2, 1, false, true},
+		{NeverTold, 2, 1, true, false},
+		{StaleObservedRecord, 2, 1, true, false},
+		{WallClockLease, 2, 1, true, false},
+		{LateToken, 2, 1, true, false},
 	} {
 		client := election.NewClient(srv.Addr())
 		defer client.Close()

@@ -63,8 +63,9 @@ func TestRunDirsAreExclusive(t *testing.T) {
 	}
 }
 
-// Every listener run of every fault ends with the load-race probe, after the seed's own
-// faults (which it leaves as they were); runs of chosen faults, other workloads and the
+// Every listener run whose faults can make a stale leader (every fault, or pause and
+// delay) ends with the load-race probe, after the seed's own faults (which it leaves as
+// they were); runs of faults that cannot (kill, stop), other workloads and the
 // PostgreSQL store do not get it.
 func TestLoadRaceProbe(t *testing.T) {
 	wl, err := workloads.ByName("listener")
@@ -75,10 +76,14 @@ func TestLoadRaceProbe(t *testing.T) {
 	if !s.probes() && failpoint.Enabled {
 		t.Error("a listener run of every fault has no probe")
 	}
+	// Narrowed to faults that can make a stale leader, the run keeps the probe.
+	if n := (Spec{Workload: wl, Nemeses: []string{faults.Delay, faults.Pause}}); !n.probes() && failpoint.Enabled {
+		t.Error("a listener run of pause and delay has no probe")
+	}
 	for name, o := range map[string]Spec{
-		"chosen faults":  {Workload: wl, Nemeses: []string{faults.Kill}},
-		"register":       {Workload: workloads.Workload{Name: "register"}, Nemeses: faults.All()},
-		"postgres store": {Workload: wl, Nemeses: faults.All(), Store: "postgres"},
+		"no stale leader": {Workload: wl, Nemeses: []string{faults.Kill, faults.Stop}},
+		"register":        {Workload: workloads.Workload{Name: "register"}, Nemeses: faults.All()},
+		"postgres store":  {Workload: wl, Nemeses: faults.All(), Store: "postgres"},
 	} {
 		if o.probes() {
 			t.Errorf("%s: probed", name)
@@ -98,6 +103,24 @@ func TestLoadRaceProbe(t *testing.T) {
 	}
 	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
 		t.Errorf("probe of an empty schedule: %+v", p)
+	}
+	// The zoo's probes follow, one after the other: a stalled new leader, then a forward
+	// clock jump on each of the first three nodes.
+	all := WithStaleLeaderProbes(steps, 2*time.Second, 5)
+	if len(all) != len(got)+4 || !reflect.DeepEqual(all[:len(got)], got) {
+		t.Fatalf("stale-leader probes: %d steps after %d", len(all), len(got))
+	}
+	for i, p := range all[len(got):] {
+		prev := all[len(got)+i-1]
+		if p.At != prev.At+prev.Params.Hold+3*time.Second {
+			t.Errorf("probe %d at %v after %+v", i, p.At, prev)
+		}
+		if i == 0 && (p.Kind != faults.FPStallNewLeader || !p.Aim.Leader) {
+			t.Errorf("first zoo probe %+v", p)
+		}
+		if off, rate := nemesis.ClockSkew(p.Params); i > 0 && (p.Kind != faults.Clock || p.Aim.Node != i || off != 3*time.Second || rate != 1) {
+			t.Errorf("clock probe %d: %+v (offset %v, rate %v)", i, p, off, rate)
+		}
 	}
 }
 

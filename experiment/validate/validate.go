@@ -303,7 +303,10 @@ func (r runRecord) undecided() bool {
 func (r runRecord) line() string {
 	var b strings.Builder
 	b.WriteString(r.Variant)
-	if r.Variant != r.Under {
+	switch {
+	case r.Under == zooUnder:
+		b.WriteString(" at the default settings")
+	case r.Variant != r.Under:
 		fmt.Fprintf(&b, " under %s's faults", r.Under)
 	}
 	fmt.Fprintf(&b, ", seed %d: ", r.Seed)

@@ -1,0 +1,199 @@
+//go:build chaos
+
+package variants
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceline/fenceline/election"
+)
+
+// Names of the zoo's variants: published split-brain bugs, each written the way the bug
+// was, in fenceline's terms (docs/known-bugs.md gives the sources).
+const (
+	LeaseNotRechecked   = "lease-not-rechecked"
+	StaleObservedRecord = "stale-observed-record"
+	NeverTold           = "never-told"
+	WorkAfterDeadline   = "work-after-deadline"
+	WallClockLease      = "wall-clock-lease"
+	LateToken           = "late-token"
+)
+
+// zooElector changes e for the zoo's variants; ok is false for a name that is not one.
+func zooElector(name string, e *election.Elector) (ok bool, err error) {
+	switch name {
+	case LeaseNotRechecked:
+		return true, election.SetTrustGrantForChaos(e)
+	case StaleObservedRecord:
+		return true, election.SetAcquireForChaos(e, staleObservedAcquire)
+	case NeverTold:
+		return true, election.SetNeverTellForChaos(e)
+	case WorkAfterDeadline:
+		return true, election.SetWorkLagForChaos(e, workLag)
+	case WallClockLease:
+		return true, election.SetAcquireForChaos(e, (&observedExpiry{}).acquire)
+	case LateToken:
+		if err := election.SetAcquireForChaos(e, lateTokenAcquire); err != nil {
+			return true, err
+		}
+		return true, election.SetTrustGrantForChaos(e)
+	}
+	return false, nil
+}
+
+// workLag is how long WorkAfterDeadline's work goes on after its term ended: the
+// default lease TTL, well past the point (the lease's expiry in Redis, a drift margin
+// after the local deadline) where another node may lead.
+const workLag = election.DefaultLeaseTTL
+
+// staleObservedAcquire is client-go's tryAcquireOrRenew before kubernetes#67651 was
+// fixed, on Redis: it reads the record (GET, PTTL), and if nobody holds it, it writes
+// its own with a plain SET in further round trips, without a compare-and-swap on what it
+// read. Candidates woken together (a release notice, an expiry) all read "free", and
+// each SET overwrites the one before: every one of them believes it won.
+func staleObservedAcquire(ctx context.Context, c redis.UniversalClient, lock, counter, instance string, ttl time.Duration, _ time.Time) (int64, bool, string, time.Duration, error) {
+	holder, err := c.Get(ctx, lock).Result()
+	switch {
+	case err == nil:
+		pttl, err := c.PTTL(ctx, lock).Result()
+		return 0, false, holder, pttl, err
+	case !errors.Is(err, redis.Nil):
+		return 0, false, "", 0, err
+	}
+	token, err := c.Incr(ctx, counter).Result()
+	if err != nil {
+		return 0, false, "", 0, err
+	}
+	if err := c.Set(ctx, lock, election.LockValue(instance, token), ttl).Err(); err != nil {
+		return 0, false, "", 0, err
+	}
+	return token, true, "", 0, nil
+}
+
+// observedExpiry judges a held lease expired by the candidate's own clock, as a lease
+// record with a timestamp does (client-go's observedTime on a clock that jumps; the
+// Redlock critique's clock-dependent expiry): each attempt notes when, by its clock, the
+// holder's lease ends (now + PTTL); an attempt that finds the same holder after that
+// moment takes the lock with a plain SET. Without a clock fault the next attempt comes
+// before that moment (a standby retries every RetryInterval, and PTTL after a renewal
+// is longer); a clock that jumps forward makes a live leader's lease look expired.
+type observedExpiry struct {
+	mu      sync.Mutex
+	holder  string
+	expires time.Time
+}
+
+func (o *observedExpiry) acquire(ctx context.Context, c redis.UniversalClient, lock, counter, instance string, ttl time.Duration, now time.Time) (int64, bool, string, time.Duration, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	holder, err := c.Get(ctx, lock).Result()
+	free := errors.Is(err, redis.Nil)
+	switch {
+	case free:
+	case err != nil:
+		return 0, false, "", 0, err
+	case holder != o.holder || now.Before(o.expires):
+		pttl, err := c.PTTL(ctx, lock).Result()
+		if err != nil {
+			return 0, false, "", 0, err
+		}
+		o.holder, o.expires = holder, now.Add(pttl)
+		return 0, false, holder, pttl, nil
+	}
+	// Free, or expired by this candidate's clock: take it (a free lock only if it still
+	// is; one expired by the clock whatever it holds).
+	token, err := c.Incr(ctx, counter).Result()
+	if err != nil {
+		return 0, false, "", 0, err
+	}
+	mode := ""
+	if free {
+		mode = "NX"
+	}
+	set, err := c.SetArgs(ctx, lock, election.LockValue(instance, token), redis.SetArgs{Mode: mode, TTL: ttl}).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, "", -1, nil // taken meanwhile
+	}
+	if err != nil || set != "OK" {
+		return 0, false, "", 0, err
+	}
+	o.holder, o.expires = "", time.Time{}
+	return token, true, "", 0, nil
+}
+
+// lateTokenAcquire takes the lock first (SET NX) and mints the token after it, with a
+// separate INCR (bsm/redislock#93, which proposes minting it in the same script), then
+// writes the token into the lock (SET XX KEEPTTL). An acquirer held up between its SET
+// and its INCR past its lease gets a larger token than the one that took the lock after
+// it, and its SET XX writes its value over the newer holder's lock. With
+// SetTrustGrantForChaos (a lock library has no local deadline: the lock is held from
+// the moment Obtain returns) it leads on that stale lock.
+func lateTokenAcquire(ctx context.Context, c redis.UniversalClient, lock, counter, instance string, ttl time.Duration, _ time.Time) (int64, bool, string, time.Duration, error) {
+	ok, err := c.SetNX(ctx, lock, election.LockValue(instance, 0), ttl).Result()
+	if err != nil {
+		return 0, false, "", 0, err
+	}
+	if !ok {
+		holder, err := c.Get(ctx, lock).Result()
+		if errors.Is(err, redis.Nil) {
+			return 0, false, "", -1, nil // expired since: the next attempt follows
+		}
+		if err != nil {
+			return 0, false, "", 0, err
+		}
+		pttl, err := c.PTTL(ctx, lock).Result()
+		return 0, false, holder, pttl, err
+	}
+	token, err := c.Incr(ctx, counter).Result()
+	if err != nil {
+		return 0, false, "", 0, err
+	}
+	if err := c.SetArgs(ctx, lock, election.LockValue(instance, token), redis.SetArgs{Mode: "XX", KeepTTL: true}).Err(); err != nil {
+		return 0, false, "", 0, err
+	}
+	return token, true, "", 0, nil
+}
+
+// Bug is one row of the known-bug zoo: a published split-brain bug and the variant that
+// reproduces its mechanism.
+type Bug struct {
+	// Source names the project and the issue, pull request or analysis; URL links it.
+	Source, URL string
+	// Mechanism says in one line what went wrong.
+	Mechanism string
+	// Variant reproduces it.
+	Variant string
+}
+
+// Zoo returns the zoo's rows, in the order docs/known-bugs.md lists them.
+func Zoo() []Bug {
+	return []Bug{
+		{"etcd-io/etcd#11408 (Jepsen, etcd 3.4.3; issue #11456)", "https://github.com/etcd-io/etcd/pull/11408",
+			"a lock granted after waiting is returned without checking that its lease is still alive", LeaseNotRechecked},
+		{"kubernetes/kubernetes#67651", "https://github.com/kubernetes/kubernetes/issues/67651",
+			"concurrent candidates act on a stale observed record and update it without a compare-and-swap", StaleObservedRecord},
+		{"kubernetes/kubernetes#23731", "https://github.com/kubernetes/kubernetes/issues/23731",
+			"a leader that lost the lease is never told: OnStoppedLeading is not called", NeverTold},
+		{"cilium/cilium#42920", "https://github.com/cilium/cilium/pull/42920",
+			"the operator keeps acting after the renew deadline (a blocking stop hook) and hands out duplicate PodCIDRs", WorkAfterDeadline},
+		{"Kleppmann, How to do distributed locking (the Redlock critique)", "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+			"a lease judged by a clock that jumps: a live holder's lease looks expired to a candidate", WallClockLease},
+		{"bsm/redislock#93", "https://github.com/bsm/redislock/issues/93",
+			"the fencing token is minted by a separate INCR after the lock, so a later lock can get a smaller token", LateToken},
+		{"home-grown fences (Kleppmann, same article: the check must be in the storage)", "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+			"the client checks the token in a separate read, then writes (TOCTOU)", ClientCheck},
+		{"home-grown fences: a replayed batch", "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
+			"the fence checks the token but not the stored position, so a batch is applied twice", NoCursorCheck},
+		{"Redis distributed-lock pattern (redis.io, unlock with a script)", "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
+			"a release by GET, compare, DEL in separate steps deletes a newer holder's lock", NonAtomicRelease},
+		{"Redis distributed-lock pattern (redis.io: remove the lock only if the value matches)", "https://redis.io/docs/latest/develop/use/patterns/distributed-locks/",
+			"a release by plain DEL deletes whoever's lock is there", UncheckedRelease},
+		{"antirez/Kleppmann debate: a Redis restarted without persistence", "http://antirez.com/news/101",
+			"the token counter comes back empty after a restart, so tokens repeat", VolatileRedis},
+	}
+}
