@@ -162,11 +162,11 @@ campaign: check-test-deps build
 
 # targets runs every design (the targets of package targets, each plain and fenced, and
 # the Python and Node.js example nodes) under the same seeds and faults (defaults: 3
-# seeds x 60s, all faults, plus one run per design with graceful stops only), writes
-# reports/targets.md and the comparison table of docs/targets.md. Its runs land in
-# reports/targets/.
+# seeds x 60s, all faults, plus one run per design with graceful stops only; PARALLEL
+# runs at once), writes reports/targets.md and the comparison table of docs/targets.md.
+# Its runs land in reports/targets/.
 targets: check-test-deps build
-	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) \
+	$(CHAOS_BIN) targets --seeds $(SEEDS) --duration $(DURATION) --nemesis $(NEMESIS) --parallel $(PARALLEL) \
 	  --out reports/targets --table reports/targets.md --doc docs/targets.md
 
 # mutants generates mutants of the safety-critical code (the Lua of acquire, renew, release

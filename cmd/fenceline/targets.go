@@ -26,6 +26,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	nem := fs.String("nemesis", "all", "faults of every run (as for chaos)")
 	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL")
 	nodes := fs.Int("nodes", 3, "number of nodes")
+	parallel := fs.Int("parallel", 1, "runs at once (each on its own Redis, ports and processes; the failover figures are then of a busier machine)")
 	out := fs.String("out", "reports/targets", "directory that receives the runs and targets.json")
 	table := fs.String("table", "reports/targets.md", "Markdown file that receives the whole report")
 	doc := fs.String("doc", "", "Markdown page whose block between '<!-- make targets: begin -->' and '<!-- make targets: end -->' receives the comparison table (make targets: docs/targets.md)")
@@ -33,8 +34,8 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	ts, err := targetmatrix.Pick(*names)
-	if err == nil && (*seed < 1 || *seeds < 1 || *duration <= 0) {
-		err = fmt.Errorf("need --seed >= 1, --seeds >= 1 and --duration > 0")
+	if err == nil && (*seed < 1 || *seeds < 1 || *duration <= 0 || *parallel < 1) {
+		err = fmt.Errorf("need --seed >= 1, --seeds >= 1, --duration > 0 and --parallel >= 1")
 	}
 	var kinds []string
 	if err == nil {
@@ -48,7 +49,7 @@ func runTargets(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	return targetmatrix.Run(ctx, targetmatrix.Config{
-		Designs: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds,
+		Designs: ts, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Nemeses: kinds, Parallel: *parallel,
 		Out: *out, Table: *table, Doc: *doc, Command: strings.TrimSpace("fenceline targets " + strings.Join(args, " ")),
 	}, stdout, stderr)
 }

@@ -83,6 +83,8 @@ type Config struct {
 	Doc string
 	// Command is the command line, for the table's heading.
 	Command string
+	// Parallel is how many runs run at once. Default (0): 1.
+	Parallel int
 	// Binary is the fenceline binary the nodes of a target run. Default: this executable.
 	Binary string
 	// Revision says which source the binary was built from (buildinfo), for the heading.
@@ -182,7 +184,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		plan[i].Label = fmt.Sprintf("%s, seed %d%s", recs[i].Target, p.Seed, recs[i].kind())
 	}
 	began := time.Now()
-	d := matrix.Driver{Cmd: "targets", Out: cfg.Out, Progress: stderr, RunLog: stderr}
+	d := matrix.Driver{Cmd: "targets", Out: cfg.Out, Progress: stderr, RunLog: stderr, Parallel: cfg.Parallel}
 	d.Done = func(i int, r matrix.Result) string {
 		recs[i] = record(recs[i], r)
 		// As given: the committed table names no machine path.

@@ -122,9 +122,9 @@ func (t table) kinds() []string {
 func (t table) provenance() string {
 	c := t.cfg
 	return fmt.Sprintf("`%s` on %s: each design, seeds %s, %s of chaos with faults %s (and those of its coordination service), "+
-		"%d nodes, lease TTL %s, on the local backend; then one run per design with graceful stops only. "+
+		"%d nodes, lease TTL %s, on the local backend; then one run per design with graceful stops only; %d run(s) at once. "+
 		"Started %s, %s of wall time.\n",
-		c.Command, c.Revision, c.seeds().Range(), c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL,
+		c.Command, c.Revision, c.seeds().Range(), c.Duration, strings.Join(c.Nemeses, ","), c.Nodes, c.LeaseTTL, max(c.Parallel, 1),
 		t.began.UTC().Format("2006-01-02 15:04 UTC"), t.elapsed.Round(time.Second))
 }
 
