@@ -279,7 +279,7 @@ func (rep zooReport) save(out string) error {
 func (rep zooReport) write(w *bytes.Buffer, markdown bool) {
 	seeds := matrix.Seeds{First: rep.Seed, Count: rep.Seeds}
 	if markdown {
-		fmt.Fprintf(w, "# fenceline zoo: %s\n\n`%s` — started %s, took %s. Seeds %s, %s of chaos per run, every fault, random schedule with the load-race probe, lease TTL %s, %d nodes.\n\n",
+		fmt.Fprintf(w, "# fenceline zoo: %s\n\n`%s` — started %s, took %s. Seeds %s, %s of chaos per run, every fault, random schedule and its probes, lease TTL %s, %d nodes.\n\n",
 			rep.Outcome, rep.Command, rep.Started, rep.Elapsed, seeds.Range(), rep.Duration, rep.LeaseTTL, rep.Nodes)
 	} else {
 		fmt.Fprintf(w, "fenceline zoo: %s\nSeeds %s, %s of chaos per run, every fault; took %s.\n\n", rep.Outcome, seeds.Range(), rep.Duration, rep.Elapsed)
