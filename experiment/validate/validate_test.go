@@ -382,11 +382,31 @@ func TestValidateReportFiles(t *testing.T) {
 
 func TestPickVariants(t *testing.T) {
 	all, err := PickVariants("all")
-	if err != nil || len(all) != len(variants.All())-1 {
+	if err != nil || len(all) != len(variants.All())-1-len(zooOnly()) {
 		t.Fatalf("all: %v %d", err, len(all))
+	}
+	// The zoo's own variants are measured by --zoo, not required by the self-validation,
+	// and run when named.
+	for _, v := range all {
+		if variants.ZooOnly(v.Name) {
+			t.Errorf("all holds the zoo's %s", v.Name)
+		}
+	}
+	if named, err := PickVariants(variants.LateToken); err != nil || len(named) != 1 {
+		t.Errorf("a zoo variant by name: %v %v", named, err)
 	}
 	got, err := PickVariants(" lease-only, no-fence,lease-only ")
 	if err != nil || len(got) != 2 || got[0].Name != variants.LeaseOnly || got[1].Name != variants.NoFence {
 		t.Errorf("list: %v %+v", err, got)
 	}
+}
+
+func zooOnly() []string {
+	var out []string
+	for _, v := range variants.All() {
+		if variants.ZooOnly(v.Name) {
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }
