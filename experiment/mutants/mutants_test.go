@@ -251,9 +251,13 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
-	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "e"}, Tests: Survived, Harness: Undecided})
+	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "e"}, Tests: Killed, Harness: Undecided})
 	if c := rep.exitCode(); c != exitcode.Unknown {
 		t.Errorf("with an undecided mutant: exit %d, want 3", c)
+	}
+	// An undecided mutant is in no score, its unit tests' kill included.
+	if s := rep.summaryText(); !strings.Contains(s, "killed by the unit tests: 2 (100.0 %)") || !strings.Contains(s, "1 undecided") {
+		t.Errorf("an undecided mutant counted:\n%s", s)
 	}
 	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "f"}, Tests: Survived, Harness: Survived})
 	if c := rep.exitCode(); c != exitcode.Invalid {

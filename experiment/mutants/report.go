@@ -54,7 +54,10 @@ func count(recs []Record) tally {
 			t.notRun++
 			continue
 		case r.Harness == Undecided || r.Tests == Undecided:
+			// Out of every score: its other stage's answer alone would count it in one
+			// numerator but in no denominator.
 			t.undecided++
+			continue
 		}
 		tk, hk := r.Tests == Killed, r.Harness == Killed
 		if tk {
