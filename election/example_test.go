@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,8 @@ func exampleClient() (client *redis.Client, stop func(), err error) {
 	}
 	srv := exec.Command("redis-server", "--port", fmt.Sprint(addr.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
+	// Killed with the test binary too, when a failed example never calls stop.
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
