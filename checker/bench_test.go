@@ -341,7 +341,7 @@ func TestCoarseClockRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range res.Checks {
-		if c.Verdict != Valid {
+		if c.Verdict != Valid && c.Verdict != NotApplicable {
 			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
 		}
 	}

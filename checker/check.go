@@ -83,6 +83,8 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 			cr = overlapCheck(p, res.Overlaps, len(res.Terms))
 		case CheckLeaseExclusion:
 			cr = leaseExclusion(p, res.Overlaps)
+		case CheckLeaseGrant:
+			cr = leaseGrant(p)
 		case CheckUnexplainedLeaderChange:
 			cr = unexplainedChanges(p, res.Changes)
 		}

@@ -37,6 +37,7 @@ func ExampleCheck() {
 	// audit-consistency   valid
 	// leadership-overlap  valid
 	// lease-exclusion     valid
+	// lease-grant         valid
 	// unexplained-leader-change valid
 	// audit #19: n1 op n1-28 accepted with token 1 after audit #17 (op n3-26) accepted token 2
 }

@@ -121,12 +121,18 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	explained, tolerated, stalled, tookOver := 0, 0, 0, 0
 	var longestStall time.Duration
 	var life *lifeSigns
+	lifeSigns := func() *lifeSigns {
+		if life == nil {
+			life = p.lifeSigns()
+		}
+		return life
+	}
 	for _, o := range ov {
 		if o.Duration <= tolerance {
 			tolerated++
 			continue
 		}
-		if p.overlapExplained(o, ttl) {
+		if p.overlapExplained(o, ttl, tolerance, lifeSigns) {
 			explained++
 			continue
 		}
@@ -134,10 +140,7 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 			tookOver++
 			continue
 		}
-		if life == nil {
-			life = p.lifeSigns()
-		}
-		why, late := p.stallExplained(o, ttl, tolerance, life)
+		why, late := p.stallExplained(o, ttl, tolerance, lifeSigns())
 		if why == "" {
 			stalled++
 			longestStall = max(longestStall, late)
@@ -167,12 +170,23 @@ func leaseExclusion(p *parsed, ov []Overlap) CheckResult {
 	return cr
 }
 
-// overlapExplained reports whether a fault explains o (see leaseExclusion).
-func (p *parsed) overlapExplained(o Overlap, ttl time.Duration) bool {
+// overlapExplained reports whether a fault explains o (see leaseExclusion). A stall
+// that fp-stall-new-leader injected between an acquire and its term explains it only
+// if the earlier leader did nothing as leader while late (idleWhileLate), as a stalled
+// elector that finds its lease gone does: one that goes on committing or renewing
+// trusted a grant it no longer had (etcd-io/etcd#11408), and one whose lease still ran
+// by its own clock saw the lock taken from it (a token minted after the lock,
+// bsm/redislock#93).
+func (p *parsed) overlapExplained(o Overlap, ttl, tolerance time.Duration, life func() *lifeSigns) bool {
 	for i := range p.faults {
 		f := &p.faults[i]
 		if f.failed || !explainsOverlap(f, o.NodeA) {
 			continue
+		}
+		if f.kind == "fp-stall-new-leader" {
+			if _, why := p.idleWhileLate(o, ttl, tolerance, life()); why != "" {
+				continue
+			}
 		}
 		window := ttl
 		if f.kind == "clock" {
@@ -241,6 +255,32 @@ func (p *parsed) leaseDeadline(node int32, token, at int64, ttl time.Duration) (
 	return lastLease, lastLease + int64(ttl) - int64(ttl/driftDivisor)
 }
 
+// idleWhileLate returns the earlier leader A's deadline by its own clock, and "" if A
+// was a late leader that did nothing as one: its lease had run out by its own clock
+// (its last acquire or renewal of the term sent LeaseTTL less the drift margin before)
+// by the time the other acquired, and it invoked no commit or renewal after that
+// deadline but within the tolerance of its step-down. Else it says why not. A stalled
+// elector looks like that; a leader that trusts a lease it no longer has does not.
+func (p *parsed) idleWhileLate(o Overlap, ttl, tolerance time.Duration, l *lifeSigns) (deadline int64, why string) {
+	a, ok := p.nodeIdx[o.NodeA]
+	if !ok {
+		return 0, "unknown node"
+	}
+	lastLease, deadline := p.leaseDeadline(a, o.TokenA, o.Start, ttl)
+	if lastLease < 0 {
+		return 0, "no acquire or renewal of its term was recorded"
+	}
+	if deadline > o.Start+int64(tolerance) {
+		return deadline, fmt.Sprintf("by its own clock its lease held until %s (its last renewal sent at %s), after %s acquired", p.t(deadline), p.t(lastLease), o.NodeB)
+	}
+	lead := l.leading[a]
+	i, _ := slices.BinarySearch(lead, deadline+1)
+	if i < len(lead) && lead[i] < o.End-int64(tolerance) {
+		return deadline, fmt.Sprintf("it still committed or renewed at %s, after its lease ran out at %s by its own clock", p.t(lead[i]), p.t(deadline))
+	}
+	return deadline, ""
+}
+
 // stallExplained decides whether overlap o is a stall of the earlier leader's process
 // that the harness did not inject (a machine under load deschedules a process for
 // hundreds of milliseconds): it returns "" and how late the leader stepped down, or
@@ -260,17 +300,11 @@ func (p *parsed) leaseDeadline(node int32, token, at int64, ttl time.Duration) (
 //     goroutines, not the process), open during that time: an injected fault must
 //     explain itself (explainsOverlap).
 func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *lifeSigns) (string, time.Duration) {
-	a, ok := p.nodeIdx[o.NodeA]
-	if !ok {
-		return "unknown node", 0
+	deadline, why := p.idleWhileLate(o, ttl, tolerance, l)
+	if why != "" {
+		return why, 0
 	}
-	lastLease, deadline := p.leaseDeadline(a, o.TokenA, o.Start, ttl)
-	if lastLease < 0 {
-		return "no acquire or renewal of its term was recorded", 0
-	}
-	if deadline > o.Start+int64(tolerance) {
-		return fmt.Sprintf("by its own clock its lease held until %s (its last renewal sent at %s), after %s acquired", p.t(deadline), p.t(lastLease), o.NodeB), 0
-	}
+	a := p.nodeIdx[o.NodeA]
 	stepDown := o.End
 	late := time.Duration(stepDown - deadline)
 	for i := range p.faults {
@@ -282,11 +316,6 @@ func (p *parsed) stallExplained(o Overlap, ttl, tolerance time.Duration, l *life
 		if !f.failed && (f.node == o.NodeA || strings.HasPrefix(f.kind, "fp-")) && f.inject <= stepDown && healed >= deadline-int64(ttl) {
 			return fmt.Sprintf("the harness's %s fault on %s was open (%s..%s)", f.kind, f.node, p.t(f.inject), p.t(healed)), late
 		}
-	}
-	lead := l.leading[a]
-	i, _ := slices.BinarySearch(lead, deadline+1)
-	if i < len(lead) && lead[i] < stepDown-int64(tolerance) {
-		return fmt.Sprintf("it still committed or renewed at %s, after its lease ran out at %s by its own clock", p.t(lead[i]), p.t(deadline)), late
 	}
 	// The longest silence of A within [deadline, stepDown].
 	all := l.all[a]

@@ -61,7 +61,16 @@ func n2ShutsDown(t *testing.T, s *sim, checks ...string) *Result {
 // before n2's acquire and healed after n1's step-down.
 func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int) (*Result, int64) {
 	t.Helper()
-	s, id := n1Leads(fault)
+	return exclusionRunOn(t, overlap, fault, "n1", mode)
+}
+
+// exclusionRunOn is exclusionRunAs with the fault aimed at node.
+func exclusionRunOn(t *testing.T, overlap time.Duration, fault, node string, mode int) (*Result, int64) {
+	t.Helper()
+	s, id := n1Leads("")
+	if fault != "" {
+		id = s.injectFault(fault, node)
+	}
 	s.adv(s.cfg.LeaseTTL)
 	if mode == renewed {
 		s.adv(-100 * time.Millisecond)
@@ -88,6 +97,24 @@ func exclusionRunAs(t *testing.T, overlap time.Duration, fault string, mode int)
 		s.healFault(id)
 	}
 	return n2ShutsDown(t, s, CheckLeaseExclusion, CheckUnexplainedLeaderChange), acquired
+}
+
+// TestStallNewLeaderExplainsAnIdleLeader: fp-stall-new-leader (aimed at the leader it
+// kills, n3 here) explains an overlap whose earlier leader was stalled between its
+// acquire and its term and, finding its lease gone, did nothing as leader; not one whose
+// earlier leader went on committing after its lease ran out by its own clock (a grant
+// trusted late, etcd-io/etcd#11408), nor one whose lease still held by its own clock
+// (the lock taken from under it, bsm/redislock#93).
+func TestStallNewLeaderExplainsAnIdleLeader(t *testing.T) {
+	for _, c := range []struct {
+		mode int
+		want Verdict
+	}{{silent, Valid}, {busy, Invalid}, {renewed, Invalid}} {
+		res, _ := exclusionRunOn(t, 500*time.Millisecond, "fp-stall-new-leader", "n3", c.mode)
+		if cr := res.Check(CheckLeaseExclusion); cr.Verdict != c.want {
+			t.Errorf("mode %d: %s, want %s: %s %q", c.mode, cr.Verdict, c.want, cr.Message, cr.Offending)
+		}
+	}
 }
 
 func TestLeaseExclusion(t *testing.T) {

@@ -39,7 +39,7 @@ func AllChecks() []string {
 	return []string{
 		CheckLinearizability, CheckStaleWrite, CheckUniqueTokens, CheckExactlyOnce,
 		CheckCursorMonotonic, CheckProgress, CheckAudit, CheckLeadershipOverlap,
-		CheckLeaseExclusion, CheckUnexplainedLeaderChange,
+		CheckLeaseExclusion, CheckLeaseGrant, CheckUnexplainedLeaderChange,
 	}
 }
 

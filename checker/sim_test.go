@@ -388,6 +388,12 @@ func (s *sim) run() *history.Run {
 			s.renew(s.leader, s.token)
 		}
 	}
+	return s.end()
+}
+
+// end heals, lets the leader commit three more times, and returns the run as recorded
+// so far.
+func (s *sim) end() *history.Run {
 	s.adv(time.Millisecond)
 	heal := s.now
 	s.adv(time.Millisecond)

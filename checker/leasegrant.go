@@ -1,0 +1,148 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// CheckLeaseGrant judges the lock itself, not what the nodes believed of it: Redis
+// must never grant a newer term while an older term's lease, by Redis's own expiry,
+// still runs. A successful acquire or renewal of term t1, sent at c, keeps the lock
+// t1's until at least c + LeaseTTL (Redis ran it after c, and set the expiry from
+// then). An acquire of a newer term t2 (tokens are issued in the order Redis ran the
+// acquires) that returned before that moment either took a lock that was held, or
+// was followed by a renewal of a lock that was no longer t1's: either way the lock
+// was granted twice. That holds whatever the nodes' clocks did (the history's times
+// are the host's, the lock's expiry is Redis's) and whatever the nodes believed, so
+// the check needs no excuse for pauses, delays, partitions or clock faults. It
+// excuses only what ends a lease early by design: the holder's own release, a
+// takeover of that term on disconnect, and a Redis fault that loses or rolls back data
+// (a restart without persistence, a failover or switchover of a replicated Redis).
+//
+// lease-exclusion sees a twice-granted lock only when the older holder goes on
+// believing long enough; a fence rejects that holder's next write within a poll, often
+// within the drift margin lease-exclusion tolerates. This check sees the grant itself.
+const CheckLeaseGrant = "lease-grant"
+
+// dataLossFault reports whether a fault of kind can lose or roll back Redis's writes,
+// and with them the record of who holds the lock: a restart without persistence (a
+// restart with it replays an append-only file synced before each reply, expiries as
+// absolute times), or a failover of a replicated Redis to a replica that may lag.
+func dataLossFault(kind string, persistent bool) bool {
+	switch kind {
+	case "redis-restart-volatile", "redis-failover", "redis-switchover", "redis-isolate-primary", "replication-delay":
+		return true
+	case "redis-restart":
+		return !persistent
+	}
+	return false
+}
+
+// leaseGrant is CheckLeaseGrant. It applies to fenceline's own election (the reference
+// and its variants) in the listener workload, whose lock is a Redis key with the run's lease TTL and whose
+// tokens Redis issues in the acquire; a target or a --node-cmd node records its lease
+// in its own terms.
+func leaseGrant(p *parsed) CheckResult {
+	cr := CheckResult{Name: CheckLeaseGrant, Verdict: Valid}
+	info := &p.run.Info
+	ttl := info.LeaseTTL
+	switch {
+	case info.Workload == "register":
+		cr.Verdict, cr.Message = NotApplicable, "the register workload's clients take tokens without a lease"
+		return cr
+	case info.Target != "":
+		cr.Verdict, cr.Message = NotApplicable, fmt.Sprintf("the design under test (%s) is not fenceline's election: its lock and its tokens are not the Redis lease this check knows", info.Target)
+		return cr
+	case ttl <= 0:
+		cr.Verdict, cr.Message = Unknown, "run.json records no lease TTL"
+		return cr
+	}
+	// The tolerance absorbs the host's clock between the nodes' readings and Redis's (one
+	// clock on one host; a few milliseconds in a container): the drift margin, as for
+	// lease-exclusion. A lease granted twice is granted within LeaseTTL less the
+	// renew interval of the older holder's last renewal, seconds, not milliseconds.
+	tolerance := ttl / driftDivisor
+	type grant struct {
+		node      int32
+		token     int64
+		call, ret int64
+		acquire   bool
+	}
+	var grants []grant // by call
+	for _, e := range p.el {
+		if e.typ == history.OK && e.token > 0 && (e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			grants = append(grants, grant{e.node, e.token, e.call, e.ret, e.kind == history.KindAcquire})
+		}
+	}
+	slices.SortFunc(grants, func(a, b grant) int { return cmp.Compare(a.call, b.call) })
+	// releases[node:token]: when the term's release (of any outcome) was sent.
+	released := map[termKey]int64{}
+	for _, e := range p.el {
+		if e.kind == history.KindRelease && e.token > 0 {
+			k := termKey{e.node, e.token}
+			if t, ok := released[k]; !ok || e.call < t {
+				released[k] = e.call
+			}
+		}
+	}
+	var losses []*fault
+	for i := range p.faults {
+		if f := &p.faults[i]; !f.failed && dataLossFault(f.kind, info.Persistence) {
+			losses = append(losses, f)
+		}
+	}
+	excused := func(g, a grant) bool {
+		if t, ok := released[termKey{g.node, g.token}]; ok && t <= a.ret {
+			return true
+		}
+		if p.takeovers[termKey{a.node, a.token}] == p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10) {
+			return true
+		}
+		for _, f := range losses {
+			healed := f.heal
+			if healed == 0 {
+				healed = p.runEnd()
+			}
+			if f.inject <= a.ret && g.call <= healed+int64(ttl) {
+				return true
+			}
+		}
+		return false
+	}
+	var bad []finding
+	checked := 0
+	for _, a := range grants {
+		if !a.acquire {
+			continue
+		}
+		checked++
+		// Only grants sent after a.ret-ttl+tolerance can still hold the lock at a.ret.
+		from, _ := slices.BinarySearchFunc(grants, a.ret-int64(ttl)+int64(tolerance), func(g grant, t int64) int { return cmp.Compare(g.call, t) })
+		for _, g := range grants[from:] {
+			if g.token >= a.token || a.ret >= g.call+int64(ttl)-int64(tolerance) || excused(g, a) {
+				continue
+			}
+			what := "renewal"
+			if g.acquire {
+				what = "acquire"
+			}
+			bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
+				"%s's acquire of token %d (sent %s) returned at %s, while the lease of token %d was %s's: its %s sent at %s (answered at %s) kept it until %s at the earliest; no release of that term, takeover of it or Redis fault that loses data came between",
+				p.nodes[a.node], a.token, p.t(a.call), p.t(a.ret), g.token, p.nodes[g.node], what, p.t(g.call), p.t(g.ret), p.t(g.call+int64(ttl)))})
+			break // one finding per acquire: its earliest conflict
+		}
+	}
+	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(len(bad))}
+	if len(bad) == 0 {
+		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis (tolerance %v)", checked, tolerance)
+		return cr
+	}
+	cr.Verdict = Invalid
+	cr.Message = fmt.Sprintf("%d of %d acquires returned while an older term's lease still ran in Redis: the lock was granted twice", len(bad), checked)
+	cr.setOffending(bad, 5, 0)
+	return cr
+}

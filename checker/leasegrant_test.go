@@ -1,0 +1,125 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// grantRun: n1 acquires and renews; after gap from its renewal, n2 acquires (through
+// between, which may record a release, a fault or a takeover); then n1, if renewAfter,
+// renews its old term once more and is answered OK. It returns lease-grant's result.
+func grantRun(t *testing.T, gap time.Duration, renewAfter bool, between func(s *sim) (takeover string)) CheckResult {
+	t.Helper()
+	s := newSim(simConfig{Seed: 1})
+	tok := s.acquire(0)
+	s.cursor, _ = s.load(0)
+	s.some(5)
+	s.renew(0, tok)
+	renewed := s.now
+	from := ""
+	if between != nil {
+		from = between(s)
+	}
+	s.now = max(s.now, renewed+int64(gap))
+	s.leader = 1
+	if from != "" {
+		s.token = s.acquireTakeover(1, from)
+	} else {
+		s.token = s.acquire(1)
+	}
+	s.cursor, _ = s.load(1)
+	if renewAfter {
+		s.adv(50 * time.Millisecond)
+		s.renew(0, tok)
+	}
+	res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *res.Check(CheckLeaseGrant)
+}
+
+func TestLeaseGrant(t *testing.T) {
+	ttl := 2 * time.Second
+	release := func(s *sim) string {
+		s.adv(10 * time.Millisecond)
+		s.stopGracefully(0, 1)
+		return ""
+	}
+	fault := func(kind string) func(s *sim) string {
+		return func(s *sim) string {
+			id := s.injectFault(kind, "redis")
+			s.adv(200 * time.Millisecond)
+			s.healFault(id)
+			return ""
+		}
+	}
+	takeover := func(s *sim) string { s.adv(10 * time.Millisecond); return "n1:1" }
+	for _, c := range []struct {
+		name       string
+		gap        time.Duration
+		renewAfter bool
+		between    func(*sim) string
+		want       Verdict
+	}{
+		{"acquire after the lease ran out", ttl + time.Millisecond, false, nil, Valid},
+		// n2's acquire returned a second after n1's renewal: Redis granted a held lock.
+		{"acquire within the lease", ttl / 2, false, nil, Invalid},
+		// Within the drift margin: a clock reading this close is not judged.
+		{"acquire within the tolerance", ttl - ttl/40, false, nil, Valid},
+		{"acquire after a release", ttl / 2, false, release, Valid},
+		{"takeover on disconnect", ttl / 2, false, takeover, Valid},
+		{"acquire after a restart without persistence", ttl / 2, false, fault("redis-restart-volatile"), Valid},
+		// The append-only file is synced before each reply: a restart loses no lease.
+		{"acquire after a persistent restart", ttl / 2, false, fault("redis-restart"), Invalid},
+		// n1's renewal of token 1 answered OK after n2's acquire of token 2 returned
+		// (the renew script's `return 0` made `return 1`, a mutant): the lock was n2's.
+		{"renewal after a newer acquire", ttl + time.Millisecond, true, nil, Invalid},
+		// A pause, a delay or a clock fault on n1 excuses nothing: Redis's expiry is
+		// not n1's.
+		{"acquire within the lease during a pause", ttl / 2, false, func(s *sim) string {
+			s.injectFault("pause", "n1")
+			return ""
+		}, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cr := grantRun(t, c.gap, c.renewAfter, c.between)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "token 2") || cr.FirstViolation == 0) {
+				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
+			}
+		})
+	}
+}
+
+// TestLeaseGrantApplies: the check judges fenceline's own election in the listener
+// workload only.
+func TestLeaseGrantApplies(t *testing.T) {
+	for _, c := range []struct {
+		workload, target string
+		want             Verdict
+	}{
+		{"listener", "", Invalid},
+		{"register", "", NotApplicable},
+		{"listener", "redsync", NotApplicable},
+		{"listener", "node-cmd: node listener.js", NotApplicable},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		s.token = s.acquire(0)
+		s.adv(time.Second)
+		s.leader, s.token = 1, s.acquire(1) // a twice-granted lock, where the check applies
+		run := s.end()
+		run.Info.Workload, run.Info.Target = c.workload, c.target
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckLeaseGrant}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cr := res.Check(CheckLeaseGrant); cr.Verdict != c.want {
+			t.Errorf("%s %q: %s, want %s: %s", c.workload, c.target, cr.Verdict, c.want, cr.Message)
+		}
+	}
+}
