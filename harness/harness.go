@@ -44,6 +44,10 @@ type Config struct {
 	Node backend.NodeOptions
 	// Redis is how Redis runs. Default: one server.
 	Redis backend.RedisSpec
+	// VolatileRedis runs Redis without an append-only file although no fault asks for
+	// it: the deployment under test is one that keeps none (variants.VolatileRedis), so
+	// that a redis-restart loses what it holds.
+	VolatileRedis bool
 	// EtcdMembers is the size of the etcd cluster beside Redis (backend.Spec.EtcdMembers):
 	// 0, 1 or 3; default 1 for a target that elects through etcd, 0 for the others.
 	EtcdMembers int
@@ -85,6 +89,12 @@ type Config struct {
 // ErrIncomplete is returned (wrapped) when a run could not be completed: the run
 // directory holds what was recorded, but a verdict on it is at best unknown.
 var ErrIncomplete = errors.New("harness: run incomplete")
+
+// ErrNoProgress is returned (wrapped, with ErrIncomplete) when no node committed in the
+// fault-free warm-up. The run has no verdict: the nodes may be misconfigured as well as
+// broken. Whoever knows that the same settings make progress with a correct node (the
+// mutation score, which runs the unmutated design alike) may call it a liveness failure.
+var ErrNoProgress = errors.New("no commit in the fault-free warm-up")
 
 func (c *Config) defaults() error {
 	if c.Dir == "" || c.Start == nil {
@@ -148,8 +158,11 @@ func (c Config) Schedule() ([]nemesis.Step, error) {
 }
 
 // Persistent reports whether Redis runs with an append-only file: always, unless the
-// volatile restart fault is scheduled.
+// volatile restart fault is scheduled or the deployment under test keeps none.
 func (c Config) Persistent() bool {
+	if c.VolatileRedis {
+		return false
+	}
 	for _, k := range c.Nemeses {
 		if k == faults.RedisRestartVolatile {
 			return false
@@ -277,7 +290,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}()
 	r.log.Info("warm-up-started", slog.Duration("timeout", cfg.WarmupTimeout))
 	if err := r.waitProgress(ctx, cfg.WarmupTimeout); err != nil {
-		return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, causeOf(ctx, err))
+		if c := causeOf(ctx, err); c != err {
+			return fmt.Errorf("%w: warm-up: %v", ErrIncomplete, c)
+		}
+		return fmt.Errorf("%w: warm-up: %w", ErrIncomplete, err)
 	}
 	r.log.Info("chaos-started", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
 	if err := r.chaos(ctx, steps); err != nil {
@@ -520,7 +536,7 @@ func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no commit within %v", timeout)
+			return fmt.Errorf("%w (none within %v)", ErrNoProgress, timeout)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

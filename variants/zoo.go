@@ -149,6 +149,10 @@ func lateTokenAcquire(ctx context.Context, c redis.UniversalClient, lock, counte
 		pttl, err := c.PTTL(ctx, lock).Result()
 		return 0, false, holder, pttl, err
 	}
+	// The lock is won here, its token not yet minted: where this design's acquirer is
+	// "just after winning" (fp-stall-new-leader's point; the elector's own hit of it,
+	// after the acquire returns, then finds it spent).
+	_ = hit("election/acquire-after-win")
 	token, err := c.Incr(ctx, counter).Result()
 	if err != nil {
 		return 0, false, "", 0, err

@@ -238,20 +238,25 @@ func etcdTargets() []string {
 
 // staleLeaderFaults are the fault kinds that can leave a leader acting after a newer
 // one exists: it is stopped, cut off, slowed or misled about time while its lease runs
-// out. (A kill or a stop ends it; a Redis restart with persistence keeps the lease.)
+// out. (A kill ends it; a stop ends it too, but its release may come late: see
+// releaseFaults.)
 var staleLeaderFaults = []string{faults.Pause, faults.Delay, faults.PartitionReset, faults.PartitionBlackhole, faults.Clock}
 
-// staleLeader reports whether the run's faults can make a stale leader.
-func (s Spec) staleLeader() bool {
-	return slices.ContainsFunc(s.Nemeses, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
+// probed reports whether a run of fault kinds gets any of the probes of
+// WithStaleLeaderProbes: its faults can make a stale leader, stop a leader (whose
+// release may then come late), or restart Redis.
+func probed(kinds []string) bool {
+	return slices.ContainsFunc(kinds, func(k string) bool {
+		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart
+	})
 }
 
-// probes reports whether the run's schedule ends with the stale-leader probes
-// (WithStaleLeaderProbes): a listener
-// run by fenceline nodes of a failpoints build, on one Redis with the Redis store, whose
-// faults can make a stale leader (staleLeaderFaults; `--nemesis all` among them), so
-// that narrowing the faults to those never loses the probe that exposes one.
-func (s Spec) probes() bool { return s.staleLeader() && s.noProbe() == "" }
+// probes reports whether the run's schedule ends with the probes of
+// WithStaleLeaderProbes: a listener run by fenceline nodes of a failpoints build, on
+// one Redis with the Redis store, whose faults call for some (probed; `--nemesis all`
+// for every one), so that narrowing the faults never loses the probe that exposes what
+// they can do.
+func (s Spec) probes() bool { return probed(s.Nemeses) && s.noProbe() == "" }
 
 // noProbe says why the run cannot have the probes; "" if it can.
 func (s Spec) noProbe() string {
@@ -288,31 +293,59 @@ func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step
 		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
 }
 
-// WithStaleLeaderProbes returns WithLoadRaceProbe(steps, lease) followed, one after the
-// other, by the probes that make the other stale leaders of the known-bug zoo
-// (docs/known-bugs.md) reachable in every default run:
+// WithStaleLeaderProbes returns steps followed, one after the other, by the probes that
+// make the stale leaders of the known-bug zoo (docs/known-bugs.md) reachable in every
+// run whose fault kinds can make them; `--nemesis all` gets every one.
 //
-//   - fp-stall-new-leader: the leader is killed and its successor stalls 1.5 leases just
-//     after winning; a node that trusts a grant it learns of late (etcd-io/etcd#11408)
-//     then leads next to the node that took the lease meanwhile;
+// A fault that can make a stale leader (staleLeaderFaults) brings fp-load-race
+// (WithLoadRaceProbe), fp-stall-new-leader and three clock jumps:
+//
+//   - fp-stall-new-leader: the leader is killed and its successor stalls 1.5 leases
+//     just after winning; a node that trusts a grant it learns of late
+//     (etcd-io/etcd#11408) then leads next to the node that took the lease meanwhile,
+//     and one that mints its token after taking the lock (bsm/redislock#93) overwrites
+//     that node's lock;
 //   - a forward clock jump on each of the first three nodes in turn (the leader's only
 //     makes it step down early): on a standby, a node that judges the holder's lease
 //     by its own clock (the Redlock critique) takes a live leader's lease.
 //
-// The random schedule reaches neither: the stall must come between an acquire and its
-// use, and a clock fault hits a standby in about one run in six.
-func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int) []nemesis.Step {
-	out := WithLoadRaceProbe(steps, lease)
-	next := func() time.Duration {
-		last := out[len(out)-1]
-		return last.At + last.Params.Hold + lease*3/2
+// A stop brings fp-late-release and fp-release-race: a graceful stop whose release comes
+// late, whole or between a GET and a DEL (the Redis lock pattern's two wrong unlocks).
+// A redis-restart brings one more restart of Redis, which a deployment without an
+// append-only file does not survive (the antirez/Kleppmann debate).
+//
+// The random schedule reaches none of them in every run: the stall must come between an
+// acquire and its use, a clock fault hits a standby in about one run in six, a stop is
+// never slowed, and a 60 s schedule may hold no restart of Redis. The probes run after
+// the seed's own faults, so that the schedule a seed drew before is unchanged, and are
+// part of schedule.json: a replay or a shrink sees them as any other step.
+func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int, kinds []string) []nemesis.Step {
+	out := slices.Clone(steps)
+	add := func(kind string, aim nemesis.Aim, p nemesis.Params) {
+		at := lease / 2
+		if n := len(out); n > 0 {
+			at = out[n-1].At + out[n-1].Params.Hold + lease*3/2
+		}
+		p.LeaseTTL = lease
+		out = append(out, nemesis.Step{At: at, Kind: kind, Aim: aim, Params: p})
 	}
-	out = append(out, nemesis.Step{At: next(), Kind: faults.FPStallNewLeader, Aim: nemesis.Aim{Leader: true},
-		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
-	for i := 1; i <= min(nodes, 3); i++ {
-		// Variant 0 is the jump forward, by 1.5 leases here.
-		out = append(out, nemesis.Step{At: next(), Kind: faults.Clock, Aim: nemesis.Aim{Node: i},
-			Params: nemesis.Params{LeaseTTL: lease, Hold: lease * 3 / 2, Magnitude: 0.5}})
+	leader := nemesis.Aim{Leader: true}
+	if slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) }) {
+		out = WithLoadRaceProbe(out, lease)
+		add(faults.FPStallNewLeader, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.Contains(kinds, faults.Stop) {
+		add(faults.FPLateRelease, leader, nemesis.Params{Hold: 3 * lease})
+		add(faults.FPReleaseRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) }) {
+		for i := 1; i <= min(nodes, 3); i++ {
+			// Variant 0 is the jump forward, by 1.5 leases here.
+			add(faults.Clock, nemesis.Aim{Node: i}, nemesis.Params{Hold: lease * 3 / 2, Magnitude: 0.5})
+		}
+	}
+	if slices.Contains(kinds, faults.RedisRestart) {
+		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
 	}
 	return out
 }
@@ -435,8 +468,8 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
-		EtcdMembers: s.EtcdMembers,
-		Versions:    map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
+		EtcdMembers: s.EtcdMembers, VolatileRedis: s.Variant == variants.VolatileRedis,
+		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
 	}
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"
@@ -447,9 +480,9 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
 			return Outcome{Code: exitcode.Usage, RunErr: err}
 		}
-		cfg.Steps = WithStaleLeaderProbes(steps, s.LeaseTTL, s.Nodes)
-	} else if s.staleLeader() {
-		fmt.Fprintf(stderr, "fenceline %s: note: these faults can make a stale leader, but the run cannot end with the probes that expose one (%s): a store that checks the token but not the position, and the zoo's stale leaders, can pass it\n", s.Cmd, s.noProbe())
+		cfg.Steps = WithStaleLeaderProbes(steps, s.LeaseTTL, s.Nodes, s.Nemeses)
+	} else if probed(s.Nemeses) {
+		fmt.Fprintf(stderr, "fenceline %s: note: these faults can make a stale leader, but the run cannot end with the probes that expose one (%s): a store that checks the token but not the position, and the zoo's stale leaders, can pass it (docs/known-bugs.md)\n", s.Cmd, s.noProbe())
 	}
 	cfg.StartToken, cfg.StartCursor = s.Start()
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, cfg.StartToken, cfg.StartCursor)

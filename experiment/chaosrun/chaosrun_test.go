@@ -80,8 +80,14 @@ func TestLoadRaceProbe(t *testing.T) {
 	if n := (Spec{Workload: wl, Nemeses: []string{faults.Delay, faults.Pause}}); !n.probes() && failpoint.Enabled {
 		t.Error("a listener run of pause and delay has no probe")
 	}
+	// A stop may release late; a Redis restart may find Redis without persistence.
+	for _, k := range []string{faults.Stop, faults.RedisRestart} {
+		if n := (Spec{Workload: wl, Nemeses: []string{faults.Kill, k}}); !n.probes() && failpoint.Enabled {
+			t.Errorf("a listener run of kill and %s has no probe", k)
+		}
+	}
 	for name, o := range map[string]Spec{
-		"no stale leader": {Workload: wl, Nemeses: []string{faults.Kill, faults.Stop}},
+		"no stale leader": {Workload: wl, Nemeses: []string{faults.Kill, faults.EtcdKill}},
 		"register":        {Workload: workloads.Workload{Name: "register"}, Nemeses: faults.All()},
 		"postgres store":  {Workload: wl, Nemeses: faults.All(), Store: "postgres"},
 	} {
@@ -104,22 +110,40 @@ func TestLoadRaceProbe(t *testing.T) {
 	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
 		t.Errorf("probe of an empty schedule: %+v", p)
 	}
-	// The zoo's probes follow, one after the other: a stalled new leader, then a forward
-	// clock jump on each of the first three nodes.
-	all := WithStaleLeaderProbes(steps, 2*time.Second, 5)
-	if len(all) != len(got)+4 || !reflect.DeepEqual(all[:len(got)], got) {
+	// The zoo's probes follow, one after the other: a stalled new leader, the two late
+	// releases, a forward clock jump on each of the first three nodes, a Redis restart.
+	all := WithStaleLeaderProbes(steps, 2*time.Second, 5, faults.All())
+	if len(all) != len(got)+7 || !reflect.DeepEqual(all[:len(got)], got) {
 		t.Fatalf("stale-leader probes: %d steps after %d", len(all), len(got))
 	}
+	want := []string{faults.FPStallNewLeader, faults.FPLateRelease, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock, faults.RedisRestart}
 	for i, p := range all[len(got):] {
 		prev := all[len(got)+i-1]
-		if p.At != prev.At+prev.Params.Hold+3*time.Second {
-			t.Errorf("probe %d at %v after %+v", i, p.At, prev)
+		if p.At != prev.At+prev.Params.Hold+3*time.Second || p.Kind != want[i] || p.Params.LeaseTTL != 2*time.Second {
+			t.Errorf("probe %d: %+v after %+v", i, p, prev)
 		}
-		if i == 0 && (p.Kind != faults.FPStallNewLeader || !p.Aim.Leader) {
-			t.Errorf("first zoo probe %+v", p)
+		if p.Kind != faults.Clock && p.Kind != faults.RedisRestart && !p.Aim.Leader {
+			t.Errorf("probe %d is not aimed at the leader: %+v", i, p)
 		}
-		if off, rate := nemesis.ClockSkew(p.Params); i > 0 && (p.Kind != faults.Clock || p.Aim.Node != i || off != 3*time.Second || rate != 1) {
+		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-2 || off != 3*time.Second || rate != 1) {
 			t.Errorf("clock probe %d: %+v (offset %v, rate %v)", i, p, off, rate)
+		}
+	}
+	// Narrowed runs get the probes of their faults only.
+	for _, c := range []struct {
+		kinds []string
+		want  []string
+	}{
+		{[]string{faults.Kill, faults.Stop}, []string{faults.FPLateRelease, faults.FPReleaseRace}},
+		{[]string{faults.RedisRestart}, []string{faults.RedisRestart}},
+		{[]string{faults.Delay}, []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
+	} {
+		var kinds []string
+		for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, c.kinds)[len(steps):] {
+			kinds = append(kinds, p.Kind)
+		}
+		if !reflect.DeepEqual(kinds, c.want) {
+			t.Errorf("%v: probes %v, want %v", c.kinds, kinds, c.want)
 		}
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 // Names of the failpoints: the one place where each is documented. The election points
 // are in package election (release-between-steps in package variants, whose non-atomic
-// release has the two steps), the listener points in package listener.
+// release has the two steps, and acquire-after-win there too, inside late-token's
+// acquire), the listener points in package listener.
 const (
 	// AcquireBeforeReply: Redis has run the acquire script (the lock may be ours, with a
 	// new token), and the elector has not yet read the reply. A sleep here is a leader
@@ -17,7 +18,9 @@ const (
 	// lock behind.
 	AcquireBeforeReply = "election/acquire-before-reply"
 	// AcquireAfterWin: the acquire won and was recorded; the term has not started. The
-	// moment "just after acquire": a pause or crash of a brand-new leader.
+	// moment "just after acquire": a pause or crash of a brand-new leader. The
+	// late-token variant reaches it inside its acquire, after the SET NX that wins the
+	// lock and before the INCR that mints its token.
 	AcquireAfterWin = "election/acquire-after-win"
 	// RenewBeforeSend: a renewal is due and not yet sent. A sleep past the lease makes the
 	// leader miss its renewal: it must step down on its local deadline.
