@@ -131,6 +131,19 @@ func TestFailedStart(t *testing.T) {
 	assertNothingLeft(t, cfg.Dir)
 }
 
+// TestNoProgress: a run whose nodes commit nothing in the warm-up is incomplete, and
+// says so with ErrNoProgress (the mutation score counts it as a liveness failure). A
+// warm-up of a nanosecond is one that no node meets.
+func TestNoProgress(t *testing.T) {
+	cfg := config(t, testbin.Fenceline(t), time.Second, 1)
+	cfg.WarmupTimeout = time.Nanosecond
+	err := harness.Run(context.Background(), cfg)
+	if !errors.Is(err, harness.ErrIncomplete) || !errors.Is(err, harness.ErrNoProgress) {
+		t.Fatalf("err = %v, want ErrIncomplete and ErrNoProgress", err)
+	}
+	assertNothingLeft(t, cfg.Dir)
+}
+
 // assertNothingLeft checks that no process of the run is alive and that Redis's port is
 // closed.
 func assertNothingLeft(t *testing.T, dir string) {

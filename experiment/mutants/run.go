@@ -19,6 +19,7 @@ import (
 	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
@@ -102,6 +103,10 @@ const (
 	Undecided  = "undecided"  // the stage could not say (a run incomplete, tests timed out)
 	NotReached = "not run"    // the run was interrupted first
 )
+
+// NoProgress is the check that kills a mutant whose nodes commit nothing in the
+// harness's fault-free warm-up (harness.ErrNoProgress).
+const NoProgress = "no-progress"
 
 // Record is what came of one mutant.
 type Record struct {
@@ -347,6 +352,13 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 	dir = r.Outcome.Dir
 	if r.NotRun {
 		return NotReached, "", 0, dir, ""
+	}
+	if errors.Is(r.Outcome.RunErr, harness.ErrNoProgress) {
+		// The unmutated design commits within a second of its start on these settings
+		// (every run of the reference, TestSampleOfThree's control): a mutant that
+		// commits nothing in 30 s without a fault broke liveness. Untimed: the chaos
+		// phase never began.
+		return Killed, NoProgress, -1, dir, ""
 	}
 	switch r.Verdict() {
 	case checker.Invalid:
