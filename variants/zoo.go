@@ -126,6 +126,9 @@ func (o *observedExpiry) acquire(ctx context.Context, c redis.UniversalClient, l
 	return token, true, "", 0, nil
 }
 
+// lateTokenTimeout bounds lateTokenAcquire's steps after its SET NX.
+const lateTokenTimeout = 10 * time.Second
+
 // lateTokenAcquire takes the lock first (SET NX) and mints the token after it, with a
 // separate INCR (bsm/redislock#93, which proposes minting it in the same script), then
 // writes the token into the lock (SET XX KEEPTTL). An acquirer held up between its SET
@@ -153,6 +156,10 @@ func lateTokenAcquire(ctx context.Context, c redis.UniversalClient, lock, counte
 	// "just after winning" (fp-stall-new-leader's point; the elector's own hit of it,
 	// after the acquire returns, then finds it spent).
 	_ = hit("election/acquire-after-win")
+	// Obtain runs under its caller's context, which seldom ends within a lease: the
+	// steps after the SET go on past the elector's request deadline, as they did there.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateTokenTimeout)
+	defer cancel()
 	token, err := c.Incr(ctx, counter).Result()
 	if err != nil {
 		return 0, false, "", 0, err

@@ -5,6 +5,7 @@ package mutants
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // GremlinsVersion is the gremlins release `make mutants` installs (bin/gremlins).
@@ -69,12 +71,20 @@ func GremlinsMutants(ctx context.Context, bin, repo string, scopes []GoScope) ([
 		}
 		byPkg[dir] = append(byPkg[dir], s)
 	}
+	// Each dry run measures its package's coverage with its unit tests: side by side.
+	reports := make([]*gremlinsReport, len(pkgs))
+	errs := make([]error, len(pkgs))
+	var wg sync.WaitGroup
+	for i, dir := range pkgs {
+		wg.Go(func() { reports[i], errs[i] = dryRun(ctx, bin, repo, dir) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	var out []Mutant
-	for _, dir := range pkgs {
-		report, err := dryRun(ctx, bin, repo, dir)
-		if err != nil {
-			return nil, err
-		}
+	for i, dir := range pkgs {
+		report := reports[i]
 		for _, s := range byPkg[dir] {
 			ms, err := scopeMutants(repo, s, report)
 			if err != nil {

@@ -82,6 +82,10 @@ type Config struct {
 	Seed int64
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
 	Duration time.Duration
+	// Nemesis is each chaos run's fault list (faults.ParseList). Default "all" (`make
+	// chaos`, with the probes that end it); `make test`'s sample narrows it to save the
+	// probes' minute, since it tests the pipeline, not the score.
+	Nemesis string
 	// Parallel is how many mutants run at once, each in a copy of its own. Default 1.
 	Parallel int
 	// TestTimeout bounds the unit tests of one mutant (go test -timeout): a mutant that
@@ -333,7 +337,7 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}
-	kinds, err := faults.ParseList("all")
+	kinds, err := faults.ParseList(cmp.Or(cfg.Nemesis, "all"))
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}

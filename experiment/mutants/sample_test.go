@@ -31,7 +31,8 @@ func gremlinsBin(t *testing.T) string {
 
 // TestSampleOfThree is `make mutants MUTANTS=3` made short: the whole pipeline on three
 // mutants spread over the list (generation by the Lua generator and gremlins, a copy of
-// the module, the unit tests, a chaos run of 15 s by the mutant's nodes), and every
+// the module, the unit tests, a chaos run of 15 s by the mutant's nodes, of kills and Redis
+// restarts only: the probes of every fault would add a minute), and every
 // mutant decided.
 func TestSampleOfThree(t *testing.T) {
 	repo, err := filepath.Abs("../..")
@@ -41,7 +42,7 @@ func TestSampleOfThree(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), Config{Repo: repo, Out: out, Gremlins: gremlinsBin(t), Sample: 3, Seed: 1,
-		Duration: 15 * time.Second, Parallel: 3, Command: "test"}, &stdout, &stderr)
+		Duration: 15 * time.Second, Nemesis: "kill,redis-restart", Parallel: 3, Command: "test"}, &stdout, &stderr)
 	t.Logf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	b, err := os.ReadFile(filepath.Join(out, "mutants.json"))
 	if err != nil {
