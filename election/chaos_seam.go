@@ -122,8 +122,8 @@ func (s *chaosStore) takeover(ctx context.Context, instance string, ttl time.Dur
 // chaosHooks are the broken behaviours a variant can switch on.
 type chaosHooks struct {
 	noStepDown bool
-	// trustGrant: the first deadline is measured from the acquire's reply, not its send,
-	// and never checked on arrival (SetTrustGrantForChaos).
+	// trustGrant: the first deadline and renewal are measured from the acquire's reply,
+	// not its send, and never checked on arrival (SetTrustGrantForChaos).
 	trustGrant bool
 	// neverTell: lead's context is not cancelled when the term ends (SetNeverTellForChaos);
 	// workLag: it is cancelled only workLag after (SetWorkLagForChaos).
@@ -169,8 +169,9 @@ func SetNoStepDownForChaos(e *Elector) error {
 }
 
 // SetTrustGrantForChaos makes e trust a won acquire whenever its reply comes: the term's
-// first deadline is measured from the reply's arrival instead of the request's send, so
-// a grant that arrives after the lease it granted has expired starts a full term (etcd
+// first deadline, and its first renewal, are measured from the reply's arrival instead
+// of the request's send, so a grant that arrives after the lease it granted has expired
+// starts a full term (etcd
 // v3.4.3's lock, which did not check its lease after waiting: etcd-io/etcd#11408). It is
 // for self-validation only. It returns ErrRunning if e is running.
 func SetTrustGrantForChaos(e *Elector) error {

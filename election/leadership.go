@@ -147,7 +147,10 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 	cfg := l.cfg
 	deadline := term.Start.Add(cfg.LeaseTTL - cfg.DriftMargin)
 	if l.chaos.trustsGrant() {
-		deadline = cfg.Clock.Now().Add(cfg.LeaseTTL - cfg.DriftMargin)
+		// The lease is believed to start now, its renewals too: a renewal due at once
+		// would find a lock lost meanwhile before the work acted on it.
+		renewFrom = cfg.Clock.Now()
+		deadline = renewFrom.Add(cfg.LeaseTTL - cfg.DriftMargin)
 	}
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
