@@ -133,7 +133,7 @@ validate-short: check-deps check-postgres build
 
 # zoo measures the known-bug zoo (docs/known-bugs.md): each zoo variant and the
 # reference at the default chaos settings (every fault, random schedule, the probes that
-# end it; DURATION), SEEDS seeds each (default 20: hours), into OUT (default reports/zoo).
+# open it; DURATION), SEEDS seeds each (default 20: hours), into OUT (default reports/zoo).
 zoo: check-deps build
 	$(CHAOS_BIN) validate --zoo --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) \
 	  --duration $(DURATION) --out $(if $(call given,OUT),$(OUT),reports/zoo)

@@ -46,6 +46,9 @@
 //     earlier leader (or by Redis losing the lease, or a stalled elector), or by a stall
 //     of its process that no fault injected: its lease had run out by its own clock
 //     before the other acquired and it recorded nothing while late (stallExplained);
+//   - lease grant: no acquire of a newer term returned while an older term's lease, by
+//     Redis's own expiry from its last successful acquire or renewal sent, still ran,
+//     but where that term was released or taken over, or Redis lost data (leaseGrant);
 //   - unexplained leader change: every handover before the final heal follows a fault,
 //     or a stall of the old leader, or of Redis (its renewal and another node's
 //     request both unanswered), that no fault injected (changeStalled);

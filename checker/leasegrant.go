@@ -43,9 +43,9 @@ func dataLossFault(kind string, persistent bool) bool {
 }
 
 // leaseGrant is CheckLeaseGrant. It applies to fenceline's own election (the reference
-// and its variants) in the listener workload, whose lock is a Redis key with the run's lease TTL and whose
-// tokens Redis issues in the acquire; a target or a --node-cmd node records its lease
-// in its own terms.
+// and its variants) in the listener workload, whose lock is a Redis key with the run's
+// lease TTL and whose tokens Redis issues in the acquire; a target or a --node-cmd node
+// records its lease in its own terms.
 func leaseGrant(p *parsed) CheckResult {
 	cr := CheckResult{Name: CheckLeaseGrant, Verdict: Valid}
 	info := &p.run.Info
@@ -62,9 +62,9 @@ func leaseGrant(p *parsed) CheckResult {
 		return cr
 	}
 	// The tolerance absorbs the host's clock between the nodes' readings and Redis's (one
-	// clock on one host; a few milliseconds in a container): the drift margin, as for
-	// lease-exclusion. A lease granted twice is granted within LeaseTTL less the
-	// renew interval of the older holder's last renewal, seconds, not milliseconds.
+	// clock on one host): the drift margin, as for lease-exclusion. A lock taken from a
+	// live holder is taken up to a lease less a renew interval early: seconds, not
+	// milliseconds.
 	tolerance := ttl / driftDivisor
 	type grant struct {
 		node      int32

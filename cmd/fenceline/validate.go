@@ -23,7 +23,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL of the election")
 	out := fs.String("out", "reports/validate", "directory that receives the runs, "+validate.Markdown+" and "+validate.JSONFile)
 	nodes := fs.Int("nodes", 3, "number of nodes")
-	zoo := fs.Bool("zoo", false, "measure the known-bug zoo instead (docs/known-bugs.md): each variant and the reference at the default settings of 'make chaos' (every fault, random schedule, the probes that end it), detections of K, median and p95 time to the first violation, the check that found it; --variants all then means the zoo's: "+strings.Join(validate.ZooNames(), ", "))
+	zoo := fs.Bool("zoo", false, "measure the known-bug zoo instead (docs/known-bugs.md): each variant and the reference at the default settings of 'make chaos' (every fault, random schedule, the probes that open it), detections of K, median and p95 time to the first violation, the check that found it; --variants all then means the zoo's: "+strings.Join(validate.ZooNames(), ", "))
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

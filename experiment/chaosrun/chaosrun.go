@@ -251,7 +251,7 @@ func probed(kinds []string) bool {
 	})
 }
 
-// probes reports whether the run's schedule ends with the probes of
+// probes reports whether the run's schedule begins with the probes of
 // WithStaleLeaderProbes: a listener run by fenceline nodes of a failpoints build, on
 // one Redis with the Redis store, whose faults call for some (probed; `--nemesis all`
 // for every one), so that narrowing the faults never loses the probe that exposes what
@@ -275,31 +275,17 @@ func (s Spec) noProbe() string {
 	return ""
 }
 
-// WithLoadRaceProbe returns steps with one fp-load-race aimed at the leader after the
-// last of them (1.5 lease TTLs after its heal, or half a lease into the chaos phase).
+// WithStaleLeaderProbes returns the probes that make the stale leaders of the known-bug
+// zoo (docs/known-bugs.md) reachable in every run whose fault kinds can make them, one
+// after the other from half a lease into the chaos phase, followed by steps, the seed's
+// own schedule, shifted to begin 1.5 leases after the last probe's heal. `--nemesis all`
+// gets every probe, about 55 s of them with the default lease.
 //
-// The random schedule of `--nemesis all` never makes the old leader commit between a
-// new leader's cursor load and its first commit, and a store that checks the token but
-// not the cursor breaks only there (variants.NoCursorCheck): the probe makes every
-// default run (make chaos, soak, targets) reach that interleaving once. It runs after the
-// seed's own faults, so that the schedule a seed drew before is unchanged, and it is
-// part of schedule.json: a replay or a shrink sees it as any other step.
-func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step {
-	at := lease / 2
-	if n := len(steps); n > 0 {
-		at = steps[n-1].At + steps[n-1].Params.Hold + lease*3/2
-	}
-	return append(slices.Clone(steps), nemesis.Step{At: at, Kind: faults.FPLoadRace, Aim: nemesis.Aim{Leader: true},
-		Params: nemesis.Params{LeaseTTL: lease, Hold: 3 * lease}})
-}
-
-// WithStaleLeaderProbes returns steps followed, one after the other, by the probes that
-// make the stale leaders of the known-bug zoo (docs/known-bugs.md) reachable in every
-// run whose fault kinds can make them; `--nemesis all` gets every one.
+// A fault that can make a stale leader (staleLeaderFaults) brings:
 //
-// A fault that can make a stale leader (staleLeaderFaults) brings fp-load-race
-// (WithLoadRaceProbe), fp-stall-new-leader and three clock jumps:
-//
+//   - fp-load-race: the old leader's commit lands between a new leader's cursor load and
+//     its first commit, the interleaving where a store that checks the token but not
+//     the cursor breaks (variants.NoCursorCheck);
 //   - fp-stall-new-leader: the leader is killed and its successor stalls 1.5 leases
 //     just after winning; a node that trusts a grant it learns of late
 //     (etcd-io/etcd#11408) then leads next to the node that took the lease meanwhile,
@@ -314,31 +300,36 @@ func WithLoadRaceProbe(steps []nemesis.Step, lease time.Duration) []nemesis.Step
 // A redis-restart brings one more restart of Redis, which a deployment without an
 // append-only file does not survive (the antirez/Kleppmann debate).
 //
-// The random schedule reaches none of them in every run: the stall must come between an
-// acquire and its use, a clock fault hits a standby in about one run in six, a stop is
-// never slowed, and a 60 s schedule may hold no restart of Redis. The probes run after
-// the seed's own faults, so that the schedule a seed drew before is unchanged, and are
-// part of schedule.json: a replay or a shrink sees them as any other step.
+// The random schedule reaches none of them in every run: the interleavings need a stall
+// at one point of one node, a clock fault hits a standby in about one run in six, a stop
+// is never slowed, and a 60 s schedule may hold no restart of Redis. The probes come
+// first so that what they reach is found within the first minute, and the seed's
+// schedule keeps its faults and their spacing. They are steps of schedule.json: a
+// replay or a shrink sees them as any other step.
 func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int, kinds []string) []nemesis.Step {
-	out := slices.Clone(steps)
-	add := func(kind string, aim nemesis.Aim, p nemesis.Params) {
-		at := lease / 2
-		if n := len(out); n > 0 {
-			at = out[n-1].At + out[n-1].Params.Hold + lease*3/2
+	var out []nemesis.Step
+	next := func() time.Duration {
+		if len(out) == 0 {
+			return lease / 2
 		}
+		last := out[len(out)-1]
+		return last.At + last.Params.Hold + lease*3/2
+	}
+	add := func(kind string, aim nemesis.Aim, p nemesis.Params) {
 		p.LeaseTTL = lease
-		out = append(out, nemesis.Step{At: at, Kind: kind, Aim: aim, Params: p})
+		out = append(out, nemesis.Step{At: next(), Kind: kind, Aim: aim, Params: p})
 	}
 	leader := nemesis.Aim{Leader: true}
-	if slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) }) {
-		out = WithLoadRaceProbe(out, lease)
+	stale := slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
+	if stale {
+		add(faults.FPLoadRace, leader, nemesis.Params{Hold: 3 * lease})
 		add(faults.FPStallNewLeader, leader, nemesis.Params{Hold: 3 * lease})
 	}
 	if slices.Contains(kinds, faults.Stop) {
 		add(faults.FPLateRelease, leader, nemesis.Params{Hold: 3 * lease})
 		add(faults.FPReleaseRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
-	if slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) }) {
+	if stale {
 		for i := 1; i <= min(nodes, 3); i++ {
 			// Variant 0 is the jump forward, by 1.5 leases here.
 			add(faults.Clock, nemesis.Aim{Node: i}, nemesis.Params{Hold: lease * 3 / 2, Magnitude: 0.5})
@@ -346,6 +337,14 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	}
 	if slices.Contains(kinds, faults.RedisRestart) {
 		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
+	}
+	if len(out) == 0 {
+		return slices.Clone(steps)
+	}
+	shift := next() - lease/2
+	for _, st := range steps {
+		st.At += shift
+		out = append(out, st)
 	}
 	return out
 }
@@ -474,7 +473,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"
 	} else if s.probes() {
-		// Generated here, then extended: still the seed's schedule, not a replay.
+		// Generated here, then led by the probes: still the seed's schedule, not a replay.
 		steps, err := cfg.Schedule()
 		if err != nil {
 			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
@@ -482,7 +481,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		}
 		cfg.Steps = WithStaleLeaderProbes(steps, s.LeaseTTL, s.Nodes, s.Nemeses)
 	} else if probed(s.Nemeses) {
-		fmt.Fprintf(stderr, "fenceline %s: note: these faults can make a stale leader, but the run cannot end with the probes that expose one (%s): a store that checks the token but not the position, and the zoo's stale leaders, can pass it (docs/known-bugs.md)\n", s.Cmd, s.noProbe())
+		fmt.Fprintf(stderr, "fenceline %s: note: these faults can make a stale leader, but the run cannot have the probes that expose one (%s): a store that checks the token but not the position, and the zoo's stale leaders, can pass it (docs/known-bugs.md)\n", s.Cmd, s.noProbe())
 	}
 	cfg.StartToken, cfg.StartCursor = s.Start()
 	fmt.Fprintf(stderr, "fenceline %s: run directory %s (seed %d, token counter from %d, cursor from %d)\n", s.Cmd, dir, s.Seed, cfg.StartToken, cfg.StartCursor)

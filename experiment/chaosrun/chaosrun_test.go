@@ -64,10 +64,10 @@ func TestRunDirsAreExclusive(t *testing.T) {
 }
 
 // Every listener run whose faults can make a stale leader (every fault, or pause and
-// delay) ends with the load-race probe, after the seed's own faults (which it leaves as
-// they were); runs of faults that cannot (kill, stop), other workloads and the
-// PostgreSQL store do not get it.
-func TestLoadRaceProbe(t *testing.T) {
+// delay), stop a leader or restart Redis begins with the probes those faults call for,
+// before the seed's own faults (shifted, otherwise as they were); runs of faults that
+// call for none (kills), other workloads and the PostgreSQL store do not get them.
+func TestStaleLeaderProbes(t *testing.T) {
 	wl, err := workloads.ByName("listener")
 	if err != nil {
 		t.Fatal(err)
@@ -99,35 +99,40 @@ func TestLoadRaceProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := WithLoadRaceProbe(steps, 2*time.Second)
-	if len(got) != len(steps)+1 || !reflect.DeepEqual(got[:len(steps)], steps) {
-		t.Fatalf("the seed's schedule changed: %d steps, then %d", len(steps), len(got))
+	// The probes come first, one after the other: the load race, a stalled new leader,
+	// the two late releases, a forward clock jump on each of the first three nodes, a
+	// Redis restart; then the seed's schedule, its faults and their spacing unchanged.
+	lease := 2 * time.Second
+	all := WithStaleLeaderProbes(steps, lease, 5, faults.All())
+	want := []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock, faults.RedisRestart}
+	if len(all) != len(steps)+len(want) {
+		t.Fatalf("%d steps with the probes, %d without", len(all), len(steps))
 	}
-	last, p := steps[len(steps)-1], got[len(got)-1]
-	if p.Kind != faults.FPLoadRace || !p.Aim.Leader || p.At != last.At+last.Params.Hold+3*time.Second || p.Params.Hold != 6*time.Second {
-		t.Errorf("probe %+v after %+v", p, last)
-	}
-	if p := WithLoadRaceProbe(nil, time.Second); len(p) != 1 || p[0].At != 500*time.Millisecond {
-		t.Errorf("probe of an empty schedule: %+v", p)
-	}
-	// The zoo's probes follow, one after the other: a stalled new leader, the two late
-	// releases, a forward clock jump on each of the first three nodes, a Redis restart.
-	all := WithStaleLeaderProbes(steps, 2*time.Second, 5, faults.All())
-	if len(all) != len(got)+7 || !reflect.DeepEqual(all[:len(got)], got) {
-		t.Fatalf("stale-leader probes: %d steps after %d", len(all), len(got))
-	}
-	want := []string{faults.FPStallNewLeader, faults.FPLateRelease, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock, faults.RedisRestart}
-	for i, p := range all[len(got):] {
-		prev := all[len(got)+i-1]
-		if p.At != prev.At+prev.Params.Hold+3*time.Second || p.Kind != want[i] || p.Params.LeaseTTL != 2*time.Second {
-			t.Errorf("probe %d: %+v after %+v", i, p, prev)
+	for i, p := range all[:len(want)] {
+		at := lease / 2
+		if i > 0 {
+			prev := all[i-1]
+			at = prev.At + prev.Params.Hold + 3*time.Second
+		}
+		if p.At != at || p.Kind != want[i] || p.Params.LeaseTTL != lease {
+			t.Errorf("probe %d: %+v, want %s at %v", i, p, want[i], at)
 		}
 		if p.Kind != faults.Clock && p.Kind != faults.RedisRestart && !p.Aim.Leader {
 			t.Errorf("probe %d is not aimed at the leader: %+v", i, p)
 		}
-		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-2 || off != 3*time.Second || rate != 1) {
+		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-3 || off != 3*time.Second || rate != 1) {
 			t.Errorf("clock probe %d: %+v (offset %v, rate %v)", i, p, off, rate)
 		}
+	}
+	last := all[len(want)-1]
+	shift := last.At + last.Params.Hold + 3*time.Second - lease/2
+	for i, p := range all[len(want):] {
+		if w := steps[i]; p.At != w.At+shift || p.Kind != w.Kind || p.Aim != w.Aim || p.Params != w.Params {
+			t.Errorf("step %d of the seed's schedule: %+v, want %+v shifted by %v", i, p, w, shift)
+		}
+	}
+	if got := WithStaleLeaderProbes(steps, lease, 3, []string{faults.Kill}); !reflect.DeepEqual(got, steps) {
+		t.Errorf("kills only: the schedule changed")
 	}
 	// Narrowed runs get the probes of their faults only.
 	for _, c := range []struct {
@@ -139,7 +144,7 @@ func TestLoadRaceProbe(t *testing.T) {
 		{[]string{faults.Delay}, []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
 	} {
 		var kinds []string
-		for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, c.kinds)[len(steps):] {
+		for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, c.kinds)[:len(c.want)] {
 			kinds = append(kinds, p.Kind)
 		}
 		if !reflect.DeepEqual(kinds, c.want) {

@@ -83,7 +83,7 @@ type Config struct {
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
 	Duration time.Duration
 	// Nemesis is each chaos run's fault list (faults.ParseList). Default "all" (`make
-	// chaos`, with the probes that end it); `make test`'s sample narrows it to save the
+	// chaos`, with the probes that open it); `make test`'s sample narrows it to save the
 	// probes' minute, since it tests the pipeline, not the score.
 	Nemesis string
 	// Parallel is how many mutants run at once, each in a copy of its own. Default 1.

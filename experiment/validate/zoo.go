@@ -46,7 +46,7 @@ func ZooNames() []string {
 
 // RunZoo measures the known-bug zoo: each of cfg.Variants, and the reference, at the
 // default settings of `make chaos` (every fault of faults.All, the random schedule with
-// the probes that end it, cfg.Duration), for seeds N..N+K-1. It reports, per variant, the
+// the probes that open it, cfg.Duration), for seeds N..N+K-1. It reports, per variant, the
 // detections out of K, the median and p95 time from the run's start to the first
 // violation, and the checks that found it first; and the reference's verdicts on the
 // same seeds. It prints the table, writes zoo.md and zoo.json into cfg.Out and returns
