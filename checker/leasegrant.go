@@ -102,12 +102,15 @@ func leaseGrant(p *parsed) CheckResult {
 		if p.takeovers[termKey{a.node, a.token}] == p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10) {
 			return true
 		}
+		// A loss between the two, in either order, voids the premise too: a counter that
+		// came back empty issues smaller tokens after larger ones.
+		lo, hi := min(g.call, a.call), max(g.ret, a.ret)
 		for _, f := range losses {
 			healed := f.heal
 			if healed == 0 {
 				healed = p.runEnd()
 			}
-			if f.inject <= a.ret && g.call <= healed+int64(ttl) {
+			if f.inject <= hi && lo <= healed+int64(ttl) {
 				return true
 			}
 		}
