@@ -59,6 +59,12 @@ func count(recs []Record) tally {
 			t.undecided++
 			continue
 		}
+		if r.Harness == Survived && r.Equivalent != "" {
+			// Argued equivalent: out of every score, and of the kill counts that are
+			// their numerators (the unit tests may kill one that is only unreachable).
+			t.equivalent++
+			continue
+		}
 		tk, hk := r.Tests == Killed, r.Harness == Killed
 		if tk {
 			t.testsKilled++
@@ -76,11 +82,7 @@ func count(recs []Record) tally {
 			t.eitherKilled++
 		}
 		if r.Harness == Survived {
-			if r.Equivalent != "" {
-				t.equivalent++
-			} else {
-				t.unexplained++
-			}
+			t.unexplained++
 		}
 	}
 	return t
@@ -179,8 +181,8 @@ func (rep report) markdown() string {
 		if r.Equivalent != "" {
 			note = "equivalent: " + r.Equivalent
 		}
-		tb.Add(matrix.MarkdownCell(r.ID), matrix.MarkdownCell(fmt.Sprintf("%s → %s", r.Old, r.New)), r.Tests, h,
-			matrix.OrDash(matrix.MarkdownCell(note)))
+		// Table.Markdown escapes every cell itself.
+		tb.Add(r.ID, fmt.Sprintf("%s → %s", r.Old, r.New), r.Tests, h, matrix.OrDash(note))
 	}
 	tb.Markdown(&b)
 	return b.String()
