@@ -23,6 +23,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease-ttl", election.DefaultLeaseTTL, "lease TTL of the election")
 	out := fs.String("out", "reports/validate", "directory that receives the runs, "+validate.Markdown+" and "+validate.JSONFile)
 	nodes := fs.Int("nodes", 3, "number of nodes")
+	parallel := fs.Int("parallel", 1, "runs at once (each on its own Redis, ports and processes)")
 	zoo := fs.Bool("zoo", false, "measure the known-bug zoo instead (docs/known-bugs.md): each variant and the reference at the default settings of 'make chaos' (every fault, random schedule, the probes that open it), detections of K, median and p95 time to the first violation, the check that found it; --variants all then means the zoo's: "+strings.Join(validate.ZooNames(), ", "))
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -35,8 +36,8 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitUsage
 	}
-	if *seed < 1 || *seeds < 1 || *duration <= 0 {
-		fmt.Fprintln(stderr, "fenceline validate: need --seed >= 1, --seeds >= 1 and --duration > 0")
+	if *seed < 1 || *seeds < 1 || *duration <= 0 || *parallel < 1 {
+		fmt.Fprintln(stderr, "fenceline validate: need --seed >= 1, --seeds >= 1, --duration > 0 and --parallel >= 1")
 		return exitUsage
 	}
 	// Ctrl-C stops the run under way (the harness heals and cleans up), skips the rest
@@ -45,7 +46,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cfg := validate.Config{
 		Variants: vs, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Out: *out,
-		Command: strings.TrimSpace("fenceline validate " + strings.Join(args, " ")),
+		Parallel: *parallel, Command: strings.TrimSpace("fenceline validate " + strings.Join(args, " ")),
 	}
 	if *zoo {
 		return validate.RunZoo(ctx, cfg, stdout, stderr)

@@ -56,6 +56,9 @@ type Config struct {
 	Nodes    int
 	// Out receives the runs, validate.md and validate.json.
 	Out string
+	// Parallel is how many runs run at once, each on its own Redis, ports and
+	// processes. Default (0): 1.
+	Parallel int
 	// Command is the command line, for the report.
 	Command string
 }
@@ -96,7 +99,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	began := time.Now()
-	d := &matrix.Driver{Cmd: "validate", Out: cfg.Out, Progress: stderr, RunLog: stderr}
+	d := &matrix.Driver{Cmd: "validate", Out: cfg.Out, Progress: stderr, RunLog: stderr, Parallel: cfg.Parallel}
 	runs, results, err := runMatrix(ctx, d, base, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)

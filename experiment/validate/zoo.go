@@ -90,7 +90,7 @@ func RunZoo(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	began := time.Now()
-	d := &matrix.Driver{Cmd: "zoo", Out: cfg.Out, Progress: stderr, RunLog: stderr}
+	d := &matrix.Driver{Cmd: "zoo", Out: cfg.Out, Progress: stderr, RunLog: stderr, Parallel: cfg.Parallel}
 	runs, results, err := runMatrix(ctx, d, base, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline validate --zoo: %v\n", err)
