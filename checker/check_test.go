@@ -270,3 +270,36 @@ func TestAuditIndexCollisions(t *testing.T) {
 		}
 	}
 }
+
+// An acquire answered with a token that is not one (the acquire script's decimal carry
+// stopped a digit short, a mutant) is a violation of unique-tokens; an acquire whose
+// reply was lost is not.
+func TestMalformedAcquire(t *testing.T) {
+	for _, c := range []struct {
+		err  string
+		want Verdict
+	}{
+		{history.ErrMalformedReply + ": election: unexpected reply from redis: acquire: [1 :00 0]", Invalid},
+		{"i/o timeout", Valid},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		tok := s.acquire(0)
+		s.token = tok
+		s.cursor, _ = s.load(0)
+		s.some(5)
+		i := s.invoke(1, history.KindAcquire, history.Event{})
+		s.adv(time.Millisecond)
+		s.st.counter++
+		s.complete(i, history.Info, history.Event{Error: c.err})
+		s.renew(0, tok)
+		res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckUniqueTokens}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Check(CheckUniqueTokens); got.Verdict != c.want {
+			t.Errorf("%q: unique-tokens %s (%s), want %s", c.err, got.Verdict, got.Message, c.want)
+		} else if c.want == Invalid && !strings.Contains(strings.Join(got.Offending, "\n"), "n2's acquire") {
+			t.Errorf("offending %q does not name n2's acquire", got.Offending)
+		}
+	}
+}

@@ -112,6 +112,12 @@ func uniqueTokens(p *parsed) CheckResult {
 	var bad []finding
 	maxAcq := int64(0)
 	for _, l := range p.el {
+		if l.kind == history.KindAcquire && l.malformed != "" {
+			// The script ran (it may have taken the lock and counted a token) and answered
+			// with no usable token: no lost reply or fault does that.
+			bad = append(bad, finding{l.ret, fmt.Sprintf("%s's acquire at %s was answered outside the protocol (%s)",
+				p.nodes[l.node], p.t(l.ret), l.malformed)})
+		}
 		if l.kind != history.KindAcquire || l.typ != history.OK {
 			continue
 		}
@@ -140,7 +146,7 @@ func uniqueTokens(p *parsed) CheckResult {
 	}
 	if len(bad) > 0 {
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, or an accepted commit under a token its node did not acquire", len(bad))
+		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, an acquire answered with no valid token, or an accepted commit under a token its node did not acquire", len(bad))
 		cr.setOffending(bad, maxOffending, p.runEnd())
 	} else {
 		cr.Message = fmt.Sprintf("%d tokens acquired, each once; all %d accepted commits carry a token their node acquired", len(owners), checked)

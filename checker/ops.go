@@ -71,6 +71,7 @@ type elOp struct {
 	typ       history.Type // completion type; Info if there was none
 	token     int64
 	ev        int32
+	malformed string // the error of an info completion that says the server broke its protocol
 }
 
 type stepDown struct {
@@ -235,6 +236,9 @@ func parse(run *history.Run) (*parsed, error) {
 		if pd.el {
 			l := &p.el[pd.idx]
 			l.ret, l.typ = e.Time, e.Type
+			if e.Type == history.Info && strings.HasPrefix(e.Error, history.ErrMalformedReply) {
+				l.malformed = e.Error
+			}
 			if e.Token != 0 {
 				l.token = e.Token
 			}

@@ -16,7 +16,8 @@ const (
 	// CheckStaleWrite checks that the store never accepted a commit whose token is lower
 	// than one it had already accepted.
 	CheckStaleWrite = "no-stale-write"
-	// CheckUniqueTokens checks that each token was acquired once, by one node, and that
+	// CheckUniqueTokens checks that each token was acquired once, by one node, that no
+	// acquire was answered with a malformed token (history.ErrMalformedReply), and that
 	// every accepted commit carries a token its node acquired.
 	CheckUniqueTokens = "unique-tokens"
 	// CheckExactlyOnce checks that the sink holds events InitialCursor+1..Store.Cursor,

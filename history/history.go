@@ -52,6 +52,10 @@ const (
 	ErrStaleToken     = "stale-token"     // commit rejected: token below the highest accepted
 	ErrCursorConflict = "cursor-conflict" // commit rejected: cursor moved since it was read
 	ErrNotHeld        = "not-held"        // acquire: lease held by another; renew/release: not ours any more
+	// ErrMalformedReply begins the error of an info election operation whose server
+	// answered, but not as the protocol allows (a reply of the wrong shape, a token that
+	// is not an integer): no fault makes that, a bug of the server's side does.
+	ErrMalformedReply = "malformed-reply"
 )
 
 // Event is one line of a history. Fields that do not apply are omitted.

@@ -50,6 +50,9 @@ func (r electionRecorder) Invoke(op election.Op, token int64) func(election.Resu
 			ev.Type = history.Info
 			if res.Err != nil {
 				ev.Error = res.Err.Error()
+				if errors.Is(res.Err, election.ErrUnexpectedReply) {
+					ev.Error = history.ErrMalformedReply + ": " + ev.Error
+				}
 				if !errors.Is(res.Err, context.Canceled) {
 					r.health.failed(res.Err)
 				}

@@ -3,8 +3,10 @@ package node
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/listener"
 )
@@ -43,5 +45,28 @@ func TestStoreRecorder(t *testing.T) {
 		if evs[i] != w || w.Time == 0 {
 			t.Errorf("event %d = %+v, want %+v", i, evs[i], w)
 		}
+	}
+}
+
+// An election step that Redis answered outside its protocol is marked malformed-reply
+// (the unique-tokens check rejects such an acquire); a lost reply is not.
+func TestElectionRecorderMalformedReply(t *testing.T) {
+	var buf bytes.Buffer
+	r := newElectionRecorder(history.NewRecorder(&buf), "n1", nil)
+	bad := fmt.Errorf("%w: acquire: [1 :00 0]", election.ErrUnexpectedReply)
+	r.Invoke(election.OpAcquire, 0)(election.Result{Outcome: election.Unknown, Err: bad})
+	r.Invoke(election.OpAcquire, 0)(election.Result{Outcome: election.Unknown, Err: errors.New("i/o timeout")})
+	evs, err := history.Read(&buf, "history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 4 {
+		t.Fatalf("%d events, want 4: %+v", len(evs), evs)
+	}
+	if want := history.ErrMalformedReply + ": " + bad.Error(); evs[1].Type != history.Info || evs[1].Error != want {
+		t.Errorf("malformed reply recorded as %s %q, want info %q", evs[1].Type, evs[1].Error, want)
+	}
+	if evs[3].Error != "i/o timeout" {
+		t.Errorf("lost reply recorded with error %q", evs[3].Error)
 	}
 }
