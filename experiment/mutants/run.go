@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	wg.Wait()
 	os.RemoveAll(filepath.Join(out, "work"))
 
-	rep := report{cfg: cfg, total: len(all), recs: recs, began: began, elapsed: time.Since(began), revision: buildinfo.Read().String()}
+	rep := report{cfg: cfg, total: len(all), recs: recs, began: began, elapsed: time.Since(began), revision: buildinfo.Read().Commit()}
 	md := rep.markdown()
 	fmt.Fprint(stdout, rep.summaryText())
 	if err := os.WriteFile(cfg.Report, []byte(md), 0o644); err != nil {

@@ -87,7 +87,7 @@ type Config struct {
 	Parallel int
 	// Binary is the fenceline binary the nodes of a target run. Default: this executable.
 	Binary string
-	// Revision says which source the binary was built from (buildinfo), for the heading.
+	// Revision says which source the binary was built from (buildinfo.Info.Commit), for the heading.
 	// Default: the running binary's.
 	Revision string
 }
@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		}
 	}
 	if cfg.Revision == "" {
-		cfg.Revision = buildinfo.Read().String()
+		cfg.Revision = buildinfo.Read().Commit()
 	}
 	wl, err := workloads.ByName("listener")
 	if err != nil {

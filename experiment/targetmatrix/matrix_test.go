@@ -23,7 +23,7 @@ func sampleTable(t *testing.T) table {
 		t.Fatal(err)
 	}
 	return table{
-		cfg: Config{Designs: ts, Revision: "(devel) abc123", Seeds: 1, Duration: time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3,
+		cfg: Config{Designs: ts, Revision: "commit abc123", Seeds: 1, Duration: time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3,
 			Nemeses: []string{"kill", "pause", "stop"}, Command: "fenceline targets --seeds 1"},
 		recs: []Record{
 			{Target: "reference", Fenced: true, Seed: 1, Verdict: checker.Valid,
@@ -53,7 +53,7 @@ func TestMarkdown(t *testing.T) {
 		"| reference | ✓ · — | ✓ · — | ✓ · 1.5s / 1.5s | ✓ · — |",
 		"| redsync | ✓ · 2.5s / 2.5s | ✓ · — | ✗ 1 · — | ✓ · — |",
 		"| redsync | 1 (stops only) | valid |",
-		"`fenceline targets --seeds 1` on (devel) abc123: each design, seeds 1..1,",
+		"`fenceline targets --seeds 1` on commit abc123: each design, seeds 1..1,",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("table lacks %q:\n%s", want, md)

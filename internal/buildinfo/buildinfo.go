@@ -67,6 +67,19 @@ func (in Info) String() string {
 	return s
 }
 
+// Commit is how a report's heading names the source: "commit 5d76e84", with
+// "(modified)" after it for a changed work tree, or "an unknown commit".
+func (in Info) Commit() string {
+	if in.Revision == Unknown || in.Revision == "" {
+		return "an unknown commit"
+	}
+	s := "commit " + in.Revision[:min(len(in.Revision), 7)]
+	if in.Modified == "true" {
+		s += " (modified)"
+	}
+	return s
+}
+
 // Text is what `fenceline version` prints: one "name value" line each.
 func (in Info) Text() string {
 	return fmt.Sprintf("fenceline %s\nrevision %s\nmodified %s\ngo %s\n", in.Version, in.Revision, in.Modified, in.Go)

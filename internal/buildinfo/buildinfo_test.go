@@ -24,3 +24,20 @@ func TestReadNeverEmpty(t *testing.T) {
 		t.Errorf("Text() = %q", got)
 	}
 }
+
+// A report's heading names the commit short, never the module's "(devel)".
+func TestCommit(t *testing.T) {
+	for _, c := range []struct {
+		in   Info
+		want string
+	}{
+		{Info{Version: "(devel)", Revision: "5d76e84661e1b81a76d130a4d27bfed6131914f0", Modified: "false"}, "commit 5d76e84"},
+		{Info{Revision: "5d76e84661e1", Modified: "true"}, "commit 5d76e84 (modified)"},
+		{Info{Revision: "abc", Modified: Unknown}, "commit abc"},
+		{Info{Revision: Unknown}, "an unknown commit"},
+	} {
+		if got := c.in.Commit(); got != c.want {
+			t.Errorf("%+v.Commit() = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
