@@ -279,33 +279,41 @@ func (s Spec) noProbe() string {
 // zoo (docs/known-bugs.md) reachable in every run whose fault kinds can make them, one
 // after the other from half a lease into the chaos phase, followed by steps, the seed's
 // own schedule, shifted to begin 1.5 leases after the last probe's heal. `--nemesis all`
-// gets every probe, about 55 s of them with the default lease.
+// gets every probe, about 65 s of them with the default lease.
 //
-// A fault that can make a stale leader (staleLeaderFaults) brings:
+// Each fault kind brings the probes that expose what it can do, in this order (the
+// shortest first, then those that reach the most rows of the zoo):
 //
-//   - fp-load-race: the old leader's commit lands between a new leader's cursor load and
-//     its first commit, the interleaving where a store that checks the token but not
-//     the cursor breaks (variants.NoCursorCheck);
-//   - fp-stall-new-leader: the leader is killed and its successor stalls 1.5 leases
-//     just after winning; a node that trusts a grant it learns of late
-//     (etcd-io/etcd#11408) then leads next to the node that took the lease meanwhile,
-//     and one that mints its token after taking the lock (bsm/redislock#93) overwrites
-//     that node's lock;
-//   - a forward clock jump on each of the first three nodes in turn (the leader's only
-//     makes it step down early): on a standby, a node that judges the holder's lease
-//     by its own clock (the Redlock critique) takes a live leader's lease.
-//
-// A stop brings fp-late-release and fp-release-race: a graceful stop whose release comes
-// late, whole or between a GET and a DEL (the Redis lock pattern's two wrong unlocks).
-// A redis-restart brings one more restart of Redis, which a deployment without an
-// append-only file does not survive (the antirez/Kleppmann debate).
+//   - redis-restart: one more restart of Redis, which a deployment without an
+//     append-only file does not survive (the antirez/Kleppmann debate);
+//   - a fault that can make a stale leader (staleLeaderFaults): fp-load-race, the old
+//     leader's commit landing between a new leader's cursor load and its first commit,
+//     the interleaving where a store that checks the token but not the cursor breaks
+//     (variants.NoCursorCheck);
+//   - stop: fp-late-release, a graceful stop whose release comes late (the Redis lock
+//     pattern's unchecked unlock deletes the next holder's lock);
+//   - delay: the leader's link to Redis slowed 1.6 leases, with no stall elsewhere, so
+//     that a write it sent before its lease ran out lands after the next leader's
+//     first: a fence the client checks in a read of its own lets it through
+//     (variants.ClientCheck);
+//   - a fault that can make a stale leader: fp-stall-new-leader, the leader killed and
+//     its successor stalled 1.5 leases just after winning; a node that trusts a grant it
+//     learns of late (etcd-io/etcd#11408) then leads next to the node that took the
+//     lease meanwhile, and one that mints its token after taking the lock
+//     (bsm/redislock#93) overwrites that node's lock;
+//   - stop: fp-release-race, a stop whose two-step release stalls between its GET and
+//     its DEL (the pattern's other wrong unlock);
+//   - a fault that can make a stale leader: a forward clock jump on each of the first
+//     three nodes in turn (the leader's only makes it step down early): on a standby, a
+//     node that judges the holder's lease by its own clock (the Redlock critique) takes a
+//     live leader's lease.
 //
 // The random schedule reaches none of them in every run: the interleavings need a stall
 // at one point of one node, a clock fault hits a standby in about one run in six, a stop
-// is never slowed, and a 60 s schedule may hold no restart of Redis. The probes come
-// first so that what they reach is found within the first minute, and the seed's
-// schedule keeps its faults and their spacing. They are steps of schedule.json: a
-// replay or a shrink sees them as any other step.
+// is never slowed, a delay hits the leader in some runs only, and a 60 s schedule may
+// hold no restart of Redis. The probes come first so that what they reach is found within
+// the first minute, and the seed's schedule keeps its faults and their spacing. They are
+// steps of schedule.json: a replay or a shrink sees them as any other step.
 func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int, kinds []string) []nemesis.Step {
 	var out []nemesis.Step
 	next := func() time.Duration {
@@ -321,12 +329,25 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	}
 	leader := nemesis.Aim{Leader: true}
 	stale := slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
+	stop := slices.Contains(kinds, faults.Stop)
+	if slices.Contains(kinds, faults.RedisRestart) {
+		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
+	}
 	if stale {
 		add(faults.FPLoadRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if stop {
+		add(faults.FPLateRelease, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.Contains(kinds, faults.Delay) {
+		delay := nemesis.Params{Magnitude: 0.5, LeaseTTL: lease}
+		delay.Hold = nemesis.DelayLatency(delay) + lease/2 // as the schedule holds a delay
+		add(faults.Delay, leader, delay)
+	}
+	if stale {
 		add(faults.FPStallNewLeader, leader, nemesis.Params{Hold: 3 * lease})
 	}
-	if slices.Contains(kinds, faults.Stop) {
-		add(faults.FPLateRelease, leader, nemesis.Params{Hold: 3 * lease})
+	if stop {
 		add(faults.FPReleaseRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
 	if stale {
@@ -334,9 +355,6 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 			// Variant 0 is the jump forward, by 1.5 leases here.
 			add(faults.Clock, nemesis.Aim{Node: i}, nemesis.Params{Hold: lease * 3 / 2, Magnitude: 0.5})
 		}
-	}
-	if slices.Contains(kinds, faults.RedisRestart) {
-		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
 	}
 	if len(out) == 0 {
 		return slices.Clone(steps)

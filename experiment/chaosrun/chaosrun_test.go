@@ -99,12 +99,13 @@ func TestStaleLeaderProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The probes come first, one after the other: the load race, a stalled new leader,
-	// the two late releases, a forward clock jump on each of the first three nodes, a
-	// Redis restart; then the seed's schedule, its faults and their spacing unchanged.
+	// The probes come first, one after the other: a Redis restart, the load race, a late
+	// release, a slowed leader, a stalled new leader, a racing release, a forward clock
+	// jump on each of the first three nodes; then the seed's schedule, its faults and
+	// their spacing unchanged.
 	lease := 2 * time.Second
 	all := WithStaleLeaderProbes(steps, lease, 5, faults.All())
-	want := []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock, faults.RedisRestart}
+	want := []string{faults.RedisRestart, faults.FPLoadRace, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock}
 	if len(all) != len(steps)+len(want) {
 		t.Fatalf("%d steps with the probes, %d without", len(all), len(steps))
 	}
@@ -120,7 +121,10 @@ func TestStaleLeaderProbes(t *testing.T) {
 		if p.Kind != faults.Clock && p.Kind != faults.RedisRestart && !p.Aim.Leader {
 			t.Errorf("probe %d is not aimed at the leader: %+v", i, p)
 		}
-		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-3 || off != 3*time.Second || rate != 1) {
+		if lat := nemesis.DelayLatency(p.Params); p.Kind == faults.Delay && (lat != 3250*time.Millisecond || p.Params.Hold != lat+lease/2) {
+			t.Errorf("delay probe %d: %+v (latency %v)", i, p, lat)
+		}
+		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-5 || off != 3*time.Second || rate != 1) {
 			t.Errorf("clock probe %d: %+v (offset %v, rate %v)", i, p, off, rate)
 		}
 	}
@@ -141,7 +145,8 @@ func TestStaleLeaderProbes(t *testing.T) {
 	}{
 		{[]string{faults.Kill, faults.Stop}, []string{faults.FPLateRelease, faults.FPReleaseRace}},
 		{[]string{faults.RedisRestart}, []string{faults.RedisRestart}},
-		{[]string{faults.Delay}, []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
+		{[]string{faults.Delay}, []string{faults.FPLoadRace, faults.Delay, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
+		{[]string{faults.Pause}, []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
 	} {
 		var kinds []string
 		for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, c.kinds)[:len(c.want)] {
