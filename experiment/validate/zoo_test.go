@@ -5,6 +5,7 @@ package validate
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,8 @@ func TestSummarizeZoo(t *testing.T) {
 	so, nt := rep.Variants[0], rep.Variants[1]
 	// fakeRuns times detection i at 10s+i: 20 of them, median (nearest rank) 19s, p95 (the 19th) 28s.
 	if so.Detected != 20 || so.Runs != 20 || so.Median != 19*time.Second || so.P95 != 28*time.Second ||
-		so.CaughtBy[checker.CheckStaleWrite] != 20 || so.Status != statusPass || !strings.HasPrefix(so.Source, "kubernetes/kubernetes#67651") {
-		t.Errorf("stale-observed-record row %+v", so)
+		so.CaughtBy[checker.CheckStaleWrite] != 20 || so.Status != statusSlow || !strings.HasPrefix(so.Source, "kubernetes/kubernetes#67651") {
+		t.Errorf("stale-observed-record row %+v: caught 20 of 20, but a median of 19 s is SLOW", so)
 	}
 	if nt.Detected != 19 || nt.Status != statusFail {
 		t.Errorf("never-told row %+v: 19 of 20 fails", nt)
@@ -34,6 +35,21 @@ func TestSummarizeZoo(t *testing.T) {
 	}
 	if rep.Outcome != statusFail || rep.exitCode() != exitcode.Invalid {
 		t.Errorf("outcome %s, exit %d", rep.Outcome, rep.exitCode())
+	}
+
+	// Found in every run within the bar (median 10 s, p95 60 s) passes; a p95 beyond it
+	// is SLOW, and fails the zoo.
+	fast := fakeRuns(variants.StaleObservedRecord, variants.StaleObservedRecord, 20, 20, 0)
+	for i := range fast {
+		fast[i].FirstViolation.AfterStart = time.Duration(i+1) * 500 * time.Millisecond
+	}
+	ref := fakeRuns(variants.Reference, zooUnder, 20, 0, 0)
+	if rep := summarizeZoo(vs[:1], append(slices.Clone(fast), ref...)); rep.Variants[0].Status != statusPass || rep.Outcome != statusPass || rep.exitCode() != exitcode.OK {
+		t.Errorf("median 5 s, p95 9.5 s: %+v, outcome %s", rep.Variants[0], rep.Outcome)
+	}
+	fast[18].FirstViolation.AfterStart, fast[19].FirstViolation.AfterStart = 70*time.Second, 70*time.Second
+	if rep := summarizeZoo(vs[:1], append(fast, ref...)); rep.Variants[0].Status != statusSlow || rep.Outcome != statusSlow || rep.exitCode() != exitcode.Invalid {
+		t.Errorf("p95 70 s: %+v, outcome %s, exit %d", rep.Variants[0], rep.Outcome, rep.exitCode())
 	}
 
 	// A false alarm of the reference fails the zoo even when every bug is caught.
