@@ -281,15 +281,15 @@ func (s Spec) noProbe() string {
 // own schedule, shifted to begin 1.5 leases after the last probe's heal. `--nemesis all`
 // gets every probe, about 65 s of them with the default lease.
 //
-// Each fault kind brings the probes that expose what it can do, in this order (the
-// shortest first, then those that reach the most rows of the zoo):
+// Each fault kind brings the probes that expose what it can do, in this order (the one
+// that reaches the most rows of the zoo first, then the shortest, then by rows reached):
 //
-//   - redis-restart: one more restart of Redis, which a deployment without an
-//     append-only file does not survive (the antirez/Kleppmann debate);
 //   - a fault that can make a stale leader (staleLeaderFaults): fp-load-race, the old
 //     leader's commit landing between a new leader's cursor load and its first commit,
 //     the interleaving where a store that checks the token but not the cursor breaks
 //     (variants.NoCursorCheck);
+//   - redis-restart: one more restart of Redis, which a deployment without an
+//     append-only file does not survive (the antirez/Kleppmann debate);
 //   - stop: fp-late-release, a graceful stop whose release comes late (the Redis lock
 //     pattern's unchecked unlock deletes the next holder's lock);
 //   - delay: the leader's link to Redis slowed 1.6 leases, with no stall elsewhere, so
@@ -330,11 +330,11 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	leader := nemesis.Aim{Leader: true}
 	stale := slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
 	stop := slices.Contains(kinds, faults.Stop)
-	if slices.Contains(kinds, faults.RedisRestart) {
-		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
-	}
 	if stale {
 		add(faults.FPLoadRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.Contains(kinds, faults.RedisRestart) {
+		add(faults.RedisRestart, nemesis.Aim{}, nemesis.Params{Hold: lease / 4})
 	}
 	if stop {
 		add(faults.FPLateRelease, leader, nemesis.Params{Hold: 3 * lease})

@@ -99,13 +99,13 @@ func TestStaleLeaderProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The probes come first, one after the other: a Redis restart, the load race, a late
+	// The probes come first, one after the other: the load race, a Redis restart, a late
 	// release, a slowed leader, a stalled new leader, a racing release, a forward clock
 	// jump on each of the first three nodes; then the seed's schedule, its faults and
 	// their spacing unchanged.
 	lease := 2 * time.Second
 	all := WithStaleLeaderProbes(steps, lease, 5, faults.All())
-	want := []string{faults.RedisRestart, faults.FPLoadRace, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock}
+	want := []string{faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.Clock, faults.Clock, faults.Clock}
 	if len(all) != len(steps)+len(want) {
 		t.Fatalf("%d steps with the probes, %d without", len(all), len(steps))
 	}
