@@ -108,6 +108,8 @@ var all = []Variant{
 		[]string{faults.Clock}, true, "", "", false},
 	{LateToken, "bsm/redislock#93: the lock is taken with SET NX and the token minted after it by a separate INCR, then written into the lock (SET XX); an acquirer held up between the two gets a larger token than the holder that took the lock after it, overwrites that holder's lock, and, trusting its grant as a lock library does, leads",
 		[]string{faults.Pause, faults.Delay}, true, "", "", false},
+	{SplitBrainLock, "Jepsen, Hazelcast 3.8.3: an AP lock service (a member embedded in each node) grants on both sides of a partition: the holder leads on while the service does not answer (its side keeps the lock), and a node that hears nothing from the service for a lease TTL forms a cluster of its own, where the holder is dead and the lock free, and grants itself the lock with the next token of its own copy of the counter",
+		[]string{faults.PartitionBlackhole, faults.Delay}, true, "", "", false},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v

@@ -151,6 +151,7 @@ func TestStores(t *testing.T) {
 		{StaleObservedRecord, 2, 1, true, false},
 		{WallClockLease, 2, 1, true, false},
 		{LateToken, 2, 1, true, false},
+		{SplitBrainLock, 2, 1, true, false},
 	} {
 		client := election.NewClient(srv.Addr())
 		defer client.Close()

@@ -5,6 +5,8 @@ package variants
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +24,7 @@ const (
 	WorkAfterDeadline   = "work-after-deadline"
 	WallClockLease      = "wall-clock-lease"
 	LateToken           = "late-token"
+	SplitBrainLock      = "split-brain-lock"
 )
 
 // zooElector changes e for the zoo's variants; ok is false for a name that is not one.
@@ -42,6 +45,11 @@ func zooElector(name string, e *election.Elector) (ok bool, err error) {
 			return true, err
 		}
 		return true, election.SetTrustGrantForChaos(e)
+	case SplitBrainLock:
+		if err := election.SetAcquireForChaos(e, (&splitBrainMember{}).acquire); err != nil {
+			return true, err
+		}
+		return true, election.SetNoStepDownForChaos(e)
 	}
 	return false, nil
 }
@@ -170,6 +178,65 @@ func lateTokenAcquire(ctx context.Context, c redis.UniversalClient, lock, counte
 	return token, true, "", 0, nil
 }
 
+// splitBrainMember is a node that embeds a member of an AP lock service, as Hazelcast's
+// ILock was before its CP subsystem (Jepsen, Hazelcast 3.8.3: "locks aren't exclusive"):
+// a member that hears nothing from the others for its member timeout (a lease TTL here)
+// declares them dead and forms a cluster of its own, in which the locks they held are
+// free and its own copy of the ID generator goes on. So the lock is held on both sides of
+// a partition: the holder's side keeps it (SetNoStepDownForChaos: its term ends only when
+// the lock service rejects a renewal), and a member cut off from the holder grants it to
+// itself, with the next token of its own copy (the last it saw, plus one), a token the
+// other side may issue too.
+type splitBrainMember struct {
+	mu        sync.Mutex
+	heard     time.Time // when the lock service last answered, by the elector's clock
+	lastToken int64     // the highest token this member has seen issued
+}
+
+// splitBrainAcquire takes a free lock and mints its token in one script, as the
+// reference does; it answers {1, token}, or {0, holder, pttl} for a held lock. The
+// token is read back as the counter's string: INCR's reply is a Lua number, a double,
+// which rounds tokens above 2^53 (a run's counter may start near 10^16).
+var splitBrainAcquire = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('INCR', KEYS[2])
+  local token = redis.call('GET', KEYS[2])
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
+  return {1, token}
+end
+return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
+`)
+
+func (m *splitBrainMember) acquire(ctx context.Context, c redis.UniversalClient, lock, counter, instance string, ttl time.Duration, now time.Time) (int64, bool, string, time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, err := splitBrainAcquire.Run(ctx, c, []string{lock, counter}, instance, ttl.Milliseconds()).Slice()
+	if err != nil {
+		if m.heard.IsZero() || now.Sub(m.heard) < ttl {
+			return 0, false, "", 0, err
+		}
+		// A cluster of its own: whoever held the lock is gone from it.
+		m.lastToken++
+		return m.lastToken, true, "", 0, nil
+	}
+	m.heard = now
+	if len(v) == 2 {
+		ts, _ := v[1].(string)
+		token, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			return 0, false, "", 0, fmt.Errorf("variants: split-brain-lock: token %q: %w", ts, err)
+		}
+		m.lastToken = max(m.lastToken, token)
+		return token, true, "", 0, nil
+	}
+	holder, _ := v[1].(string)
+	pttl, _ := v[2].(int64)
+	if _, token, err := election.ParseLockValue(holder); err == nil {
+		m.lastToken = max(m.lastToken, token)
+	}
+	return 0, false, holder, time.Duration(pttl) * time.Millisecond, nil
+}
+
 // ZooOnly reports whether variant name was written for the zoo: `validate --zoo`
 // measures it at the default settings (every fault and the probes that end the run,
 // which reach it), and the self-validation matrix (`validate --variants all`, `make
@@ -178,7 +245,7 @@ func lateTokenAcquire(ctx context.Context, c redis.UniversalClient, lock, counte
 // to CI (docs/known-bugs.md). It runs when named.
 func ZooOnly(name string) bool {
 	switch name {
-	case LeaseNotRechecked, StaleObservedRecord, NeverTold, WorkAfterDeadline, WallClockLease, LateToken:
+	case LeaseNotRechecked, StaleObservedRecord, NeverTold, WorkAfterDeadline, WallClockLease, LateToken, SplitBrainLock:
 		return true
 	}
 	return false
@@ -210,6 +277,8 @@ func Zoo() []Bug {
 			"a lease judged by a clock that jumps: a live holder's lease looks expired to a candidate", WallClockLease},
 		{"bsm/redislock#93", "https://github.com/bsm/redislock/issues/93",
 			"the fencing token is minted by a separate INCR after the lock, so a later lock can get a smaller token", LateToken},
+		{"Jepsen, Hazelcast 3.8.3 (2017): locks aren't exclusive", "https://jepsen.io/analyses/hazelcast-3-8-3",
+			"an AP lock service grants on both sides of a partition: the holder's side keeps the lock, the other side declares it dead and grants it again", SplitBrainLock},
 		{"home-grown fences (Kleppmann, same article: the check must be in the storage)", "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",
 			"the client checks the token in a separate read, then writes (TOCTOU)", ClientCheck},
 		{"home-grown fences: a replayed batch", "https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html",

@@ -141,3 +141,49 @@ func TestLateTokenInverts(t *testing.T) {
 		t.Errorf("the lock lost its TTL: %v", pttl)
 	}
 }
+
+// Hazelcast 3.8.3's AP lock: a member takes a free lock as the reference does, learns
+// the holder's token from a held one, and once the lock service has not answered for a
+// lease TTL it grants itself the lock with the next token it knows of; before that, a
+// failed request is only an error.
+func TestSplitBrainLockGrantsWhenCutOff(t *testing.T) {
+	a, _, lock, counter := zooClients(t)
+	ctx := context.Background()
+	ttl := 2 * time.Second
+	if err := a.Set(ctx, lock, election.LockValue("h", 41), ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var m splitBrainMember
+	now := time.Now()
+	if _, won, holder, pttl, err := m.acquire(ctx, a, lock, counter, "c", ttl, now); err != nil || won || holder != election.LockValue("h", 41) || pttl <= 0 {
+		t.Fatalf("held lock: won %v, holder %q, pttl %v, %v", won, holder, pttl, err)
+	}
+	cut := election.NewClient("127.0.0.1:1") // nothing listens there: the service is out of reach
+	defer cut.Close()
+	if _, won, _, _, err := m.acquire(ctx, cut, lock, counter, "c", ttl, now.Add(ttl/2)); err == nil || won {
+		t.Fatalf("cut off for half a lease: won %v, %v; want the error", won, err)
+	}
+	token, won, _, _, err := m.acquire(ctx, cut, lock, counter, "c", ttl, now.Add(ttl))
+	if err != nil || !won || token != 42 {
+		t.Fatalf("cut off for a lease: won %v, token %d, %v; want a grant of its own, token 42", won, token, err)
+	}
+	// The holder's side still has the lock: both sides hold it.
+	if v := a.Get(ctx, lock).Val(); v != election.LockValue("h", 41) {
+		t.Errorf("lock %q, want the holder's", v)
+	}
+	// Free, the lock is taken with the counter's next token, in one script, exact above
+	// 2^53 (where a Lua number is not).
+	a.Del(ctx, lock)
+	if err := a.Set(ctx, counter, "9999999999999999", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var f splitBrainMember
+	token, won, _, _, err = f.acquire(ctx, a, lock, counter, "d", ttl, time.Now())
+	if err != nil || !won || token != 10000000000000000 || a.Get(ctx, lock).Val() != election.LockValue("d", token) {
+		t.Errorf("free lock: won %v, token %d, lock %q, %v", won, token, a.Get(ctx, lock).Val(), err)
+	}
+	a.Del(ctx, lock)
+	if token, _, _, _, err = f.acquire(ctx, a, lock, counter, "d", ttl, time.Now()); err != nil || token != 10000000000000001 {
+		t.Errorf("next token %d, %v; want 10000000000000001", token, err)
+	}
+}
