@@ -4,6 +4,7 @@ package mutants
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,5 +267,32 @@ func TestReport(t *testing.T) {
 	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "f"}, Tests: Survived, Harness: Survived})
 	if c := rep.exitCode(); c != exitcode.Invalid {
 		t.Errorf("with an unexplained survivor: exit %d, want 1", c)
+	}
+}
+
+// A node that panicked or died of a runtime fatal error kills the mutant; a log that
+// only mentions a panic does not.
+func TestCrashed(t *testing.T) {
+	for _, c := range []struct {
+		log  string
+		want bool
+	}{
+		{"{\"msg\":\"became-leader\"}\npanic: runtime error: index out of range [21] with length 20\n\ngoroutine 46 [running]:\n", true},
+		{"fatal error: concurrent map writes\n", true},
+		{"{\"msg\":\"became-leader\"}\n{\"msg\":\"recovered\",\"error\":\"panic: no\"}\n", false},
+	} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "logs", "n2.log"), []byte(c.log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := crashed(dir); got != c.want {
+			t.Errorf("crashed(%q) = %v, want %v", c.log, got, c.want)
+		}
+	}
+	if crashed(t.TempDir()) {
+		t.Error("no logs: crashed")
 	}
 }

@@ -3,6 +3,7 @@
 package mutants
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -111,6 +112,30 @@ const (
 // NoProgress is the check that kills a mutant whose nodes commit nothing in the
 // harness's fault-free warm-up (harness.ErrNoProgress).
 const NoProgress = "no-progress"
+
+// Crash is the check that kills a mutant whose node panicked: a Go panic or fatal error
+// in a node's log. The unmutated design never does on the same settings, and a run
+// whose node dies at start is otherwise only incomplete (a user's node may be
+// misconfigured), which would leave an index out of range undecided.
+const Crash = "crash"
+
+// crashed reports whether a node's log in the run directory dir holds a Go panic or a
+// fatal error of the runtime.
+func crashed(dir string) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "n*.log"))
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, mark := range []string{"panic: ", "fatal error: "} {
+			if bytes.HasPrefix(b, []byte(mark)) || bytes.Contains(b, []byte("\n"+mark)) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Record is what came of one mutant.
 type Record struct {
@@ -363,6 +388,9 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		// commits nothing in 30 s without a fault broke liveness. Untimed: the chaos
 		// phase never began.
 		return Killed, NoProgress, -1, dir, ""
+	}
+	if r.Verdict() != checker.Invalid && dir != "" && crashed(dir) {
+		return Killed, Crash, -1, dir, ""
 	}
 	switch r.Verdict() {
 	case checker.Invalid:
