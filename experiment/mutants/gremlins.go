@@ -3,6 +3,7 @@
 package mutants
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,7 +159,6 @@ func scopeMutants(repo string, s GoScope, r *gremlinsReport) ([]Mutant, error) {
 	}
 	base := path.Base(s.File)
 	var out []Mutant
-	seen := map[string]bool{}
 	for _, file := range r.Files {
 		if file.FileName != base && file.FileName != s.File {
 			continue
@@ -177,11 +177,6 @@ func scopeMutants(repo string, s GoScope, r *gremlinsReport) ([]Mutant, error) {
 			if !ok {
 				return nil, fmt.Errorf("mutants: gremlins: %s at %s:%d:%d is %q, which the table does not mutate", mu.Type, s.File, mu.Line, mu.Column, tok)
 			}
-			key := fmt.Sprintf("%d:%s", off, repl)
-			if seen[key] { // binary minus: ARITHMETIC_BASE and INVERT_NEGATIVES make the same change
-				continue
-			}
-			seen[key] = true
 			out = append(out, Mutant{
 				// Named within its function, so that the name outlives edits elsewhere.
 				ID:   fmt.Sprintf("%s:%s+%d:%d:%s", path.Dir(s.File), spans[i].name, mu.Line-spans[i].line, mu.Column, mu.Type),
@@ -190,6 +185,14 @@ func scopeMutants(repo string, s GoScope, r *gremlinsReport) ([]Mutant, error) {
 			})
 		}
 	}
+	// gremlins lists a file's mutations in no fixed order (seen to differ between two dry
+	// runs of one tree), and a sample picks by position.
+	slices.SortFunc(out, func(a, b Mutant) int {
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), strings.Compare(a.New, b.New), strings.Compare(a.Operator, b.Operator))
+	})
+	// Binary minus: ARITHMETIC_BASE and INVERT_NEGATIVES make the same change; the first
+	// in that order stays.
+	out = slices.CompactFunc(out, func(a, b Mutant) bool { return a.Offset == b.Offset && a.New == b.New })
 	return out, nil
 }
 

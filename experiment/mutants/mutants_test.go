@@ -187,6 +187,13 @@ func TestScopeMutants(t *testing.T) {
 	if ms[0].ID != "p:In+1:10:ARITHMETIC_BASE" {
 		t.Errorf("ID %q", ms[0].ID)
 	}
+	// gremlins' order is not stable; the list is (a sample picks by position).
+	slices.Reverse(r.Files[0].Mutations)
+	rev, err := scopeMutants(dir, GoScope{File: "p/p.go", Funcs: []string{"In"}}, r)
+	if err != nil || !slices.Equal(changes(rev), want) {
+		t.Errorf("gremlins' list reversed: mutants %q (%v), want %q", changes(rev), err, want)
+	}
+	slices.Reverse(r.Files[0].Mutations)
 	if _, err := scopeMutants(dir, GoScope{File: "p/p.go", Funcs: []string{"Gone"}}, r); err == nil {
 		t.Error("a function that is not there: no error")
 	}
