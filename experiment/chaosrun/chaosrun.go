@@ -292,10 +292,10 @@ func (s Spec) noProbe() string {
 //     append-only file does not survive (the antirez/Kleppmann debate);
 //   - stop: fp-late-release, a graceful stop whose release comes late (the Redis lock
 //     pattern's unchecked unlock deletes the next holder's lock);
-//   - delay: the leader's link to Redis slowed 1.6 leases, with no stall elsewhere, so
-//     that a write it sent before its lease ran out lands after the next leader's
-//     first: a fence the client checks in a read of its own lets it through
-//     (variants.ClientCheck);
+//   - delay: the leader's link to Redis slowed 1.6 leases as it is about to send a
+//     commit (nemesis.MomentBeforeCommit), with no stall elsewhere, so that the write
+//     lands after the next leader's first: a fence the client checks in a read of its
+//     own lets it through (variants.ClientCheck);
 //   - a fault that can make a stale leader: fp-stall-new-leader, the leader killed and
 //     its successor stalled 1.5 leases just after winning; a node that trusts a grant it
 //     learns of late (etcd-io/etcd#11408) then leads next to the node that took the
@@ -343,6 +343,10 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		delay := nemesis.Params{Magnitude: 0.5, LeaseTTL: lease}
 		delay.Hold = nemesis.DelayLatency(delay) + lease/2 // as the schedule holds a delay
 		add(faults.Delay, leader, delay)
+		// At the moment the leader is about to send a commit: a delay that lands between
+		// a client's own check and its write reaches the TOCTOU every time (at a random
+		// moment it missed seed 5 of 6, whose leader slowed its check instead).
+		out[len(out)-1].Moment = nemesis.MomentBeforeCommit
 	}
 	if stale {
 		add(faults.FPStallNewLeader, leader, nemesis.Params{Hold: 3 * lease})

@@ -121,7 +121,7 @@ func TestStaleLeaderProbes(t *testing.T) {
 		if p.Kind != faults.Clock && p.Kind != faults.RedisRestart && !p.Aim.Leader {
 			t.Errorf("probe %d is not aimed at the leader: %+v", i, p)
 		}
-		if lat := nemesis.DelayLatency(p.Params); p.Kind == faults.Delay && (lat != 3250*time.Millisecond || p.Params.Hold != lat+lease/2) {
+		if lat := nemesis.DelayLatency(p.Params); p.Kind == faults.Delay && (lat != 3250*time.Millisecond || p.Params.Hold != lat+lease/2 || p.Moment != nemesis.MomentBeforeCommit) {
 			t.Errorf("delay probe %d: %+v (latency %v)", i, p, lat)
 		}
 		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-5 || off != 3*time.Second || rate != 1) {
