@@ -44,6 +44,20 @@ func SetTakeoverForChaos(e *Elector, f TakeoverFunc) error {
 	return e.setChaosStore(func(s *chaosStore) { s.takeoverFunc = f })
 }
 
+// RenewFunc renews the lease in place of the elector's atomic compare-and-expire script:
+// it must extend lock to a PX of ttl if it holds value, and report ok false if the lease
+// is no longer value's; an error leaves the outcome unknown (the local deadline does
+// not move). It blocks until done or ctx is done.
+type RenewFunc func(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (ok bool, err error)
+
+// SetRenewForChaos makes e renew its lease with f instead of the atomic script. It is for
+// self-validation only (a chaos build): the variant it installs is broken on purpose. It
+// returns ErrRunning if e is running, and changes nothing for an elector that does not
+// talk to Redis.
+func SetRenewForChaos(e *Elector, f RenewFunc) error {
+	return e.setChaosStore(func(s *chaosStore) { s.renewFunc = f })
+}
+
 // setChaosStore wraps e's Redis store in a chaosStore, once, and lets set change it.
 func (e *Elector) setChaosStore(set func(*chaosStore)) error {
 	if e.running.Load() {
@@ -77,12 +91,13 @@ func SetAcquireForChaos(e *Elector, f AcquireFunc) error {
 	return e.setChaosStore(func(s *chaosStore) { s.acquireFunc, s.clock = f, clock })
 }
 
-// chaosStore is the Redis store with its acquire, release or takeover replaced (where
-// the func is not nil).
+// chaosStore is the Redis store with its acquire, renewal, release or takeover replaced
+// (where the func is not nil).
 type chaosStore struct {
 	*redisStore
 	acquireFunc  AcquireFunc
 	clock        Clock
+	renewFunc    RenewFunc
 	releaseFunc  ReleaseFunc
 	takeoverFunc TakeoverFunc
 }
@@ -99,6 +114,13 @@ func (s *chaosStore) acquire(ctx context.Context, instance string, ttl time.Dura
 		return acquireReply{won: true, token: token}, nil
 	}
 	return acquireReply{holder: holder, pttl: pttl}, nil
+}
+
+func (s *chaosStore) renew(ctx context.Context, value string, ttl time.Duration) (bool, error) {
+	if s.renewFunc == nil {
+		return s.redisStore.renew(ctx, value, ttl)
+	}
+	return s.renewFunc(ctx, s.c, s.lock, value, ttl)
 }
 
 func (s *chaosStore) release(ctx context.Context, value string) (bool, error) {

@@ -54,3 +54,40 @@ func TestSetReleaseForChaos(t *testing.T) {
 		t.Error("the lock outlived the replaced release")
 	}
 }
+
+// The renewal seam: the elector renews through the installed function with its own
+// client, lock and value, and a renewal that reports the lease lost ends the term.
+func TestSetRenewForChaos(t *testing.T) {
+	srv := redisserver.New(t)
+	client := newClient(t, srv.Addr())
+	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "seam", LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls []string
+	err = election.SetRenewForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, lock+" "+value+" "+ttl.String())
+		return len(calls) < 2, nil // the second renewal finds the lease gone
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := runNode(t, "n1", el)
+	defer n.stop()
+	if tm := n.term(t, 10*time.Second); tm.Token != 1 {
+		t.Fatalf("term %+v, want token 1", tm)
+	}
+	n.end(t, 10*time.Second)
+	if err := election.SetRenewForChaos(el, nil); !errors.Is(err, election.ErrRunning) {
+		t.Errorf("SetRenewForChaos on a running elector: %v, want ErrRunning", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := election.LockKey("seam") + " n1:1 1s"
+	if len(calls) < 2 || calls[0] != want || calls[1] != want {
+		t.Fatalf("renew calls %q, want two or more of %q", calls, want)
+	}
+}
