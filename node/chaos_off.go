@@ -66,7 +66,9 @@ func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Ev
 	return pgstore.NewStore(pool, cfg)
 }
 
-func changeElector(string, *election.Elector) error { return nil }
+func changeElector(Config, *election.Elector) error { return nil }
+
+func checkRedlock(string, []string) error { return nil }
 
 func faultHooks(bool, *http.ServeMux) election.Clock { return election.SystemClock() }
 
@@ -80,7 +82,7 @@ const workloadHelp = "listener: elect, then ingest"
 // default is refused in one line.
 func addChaosFlags(fs *flag.FlagSet, _ *Config) {
 	for name, accept := range map[string]string{"chaos": "false", "chaos-allow-remote-control": "false", "failpoint": "",
-		"variant": Reference, "start-token": "0", "start-cursor": "0", "clients": "3"} {
+		"variant": Reference, "redlock-servers": "", "start-token": "0", "start-cursor": "0", "clients": "3"} {
 		cli.Hide(fs, name, accept, "exists only in a chaos build; "+ChaosBuildHint)
 	}
 }

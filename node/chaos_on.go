@@ -80,7 +80,29 @@ func newPgStore(variant string, pool *pgxpool.Pool, cfg pgstore.Config[source.Ev
 	return variants.PostgresStore(variant, pool, cfg)
 }
 
-func changeElector(variant string, e *election.Elector) error { return variants.Elector(variant, e) }
+// changeElector installs cfg's variant on e; the redlock-majority variant gets a client
+// of each of its servers (closed when the node's run ends, with the process).
+func changeElector(cfg Config, e *election.Elector) error {
+	var servers []redis.UniversalClient
+	for _, addr := range cfg.RedlockServers {
+		o := *cfg.Redis
+		o.Addr = addr
+		servers = append(servers, redis.NewClient(&o))
+	}
+	return variants.Elector(cfg.Variant, e, servers)
+}
+
+// checkRedlock accepts --redlock-servers with the redlock-majority variant only, which
+// needs variants.RedlockServers of them.
+func checkRedlock(variant string, servers []string) error {
+	switch {
+	case variant == variants.RedlockMajority && len(servers) != variants.RedlockServers:
+		return fmt.Errorf("--variant %s needs --redlock-servers with %d addresses, got %d", variant, variants.RedlockServers, len(servers))
+	case variant != variants.RedlockMajority && len(servers) > 0:
+		return fmt.Errorf("--redlock-servers is for --variant %s only, not %s", variants.RedlockMajority, variant)
+	}
+	return nil
+}
 
 // faultHooks adds the fault hooks to the control endpoint of a chaos node and returns
 // the clock its elector runs on: a skewable clock that POST /fault/clock?offset=&rate=
@@ -201,6 +223,15 @@ func addChaosFlags(fs *flag.FlagSet, c *Config) {
 		return nil
 	})
 	fs.StringVar(&c.Variant, "variant", Reference, VariantHelp())
+	fs.Func("redlock-servers", "with --variant "+variants.RedlockMajority+": the other Redis servers it locks on besides --redis, comma-separated host:port", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				return errors.New("an empty address")
+			}
+			c.RedlockServers = append(c.RedlockServers, a)
+		}
+		return nil
+	})
 	fs.Int64Var(&c.StartToken, "start-token", 0, "with --chaos: seed an empty store's token counter with this value (the first token is one more)")
 	fs.Int64Var(&c.StartCursor, "start-cursor", 0, "with --chaos: seed an empty store's cursor record with this cursor (and token 0)")
 	fs.IntVar(&c.Clients, "clients", 3, "register workload: concurrent clients")

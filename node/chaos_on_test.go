@@ -4,8 +4,11 @@ package node
 
 import (
 	"errors"
+	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +55,38 @@ func TestChaosBuildHooks(t *testing.T) {
 	}
 	if code := post(hooked, "offset=x&rate=1"); code != http.StatusBadRequest {
 		t.Errorf("bad offset: %d", code)
+	}
+}
+
+// --redlock-servers goes with the Redlock variant, which needs its two servers, and with
+// no other; the flag takes a comma-separated list without empty addresses.
+func TestRedlockServers(t *testing.T) {
+	for _, tc := range []struct {
+		variant string
+		servers []string
+		err     string
+	}{
+		{"redlock-majority", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, ""},
+		{"redlock-majority", nil, "needs --redlock-servers with 2 addresses, got 0"},
+		{"redlock-majority", []string{"127.0.0.1:7001"}, "got 1"},
+		{"no-fence", []string{"127.0.0.1:7001"}, "is for --variant redlock-majority only"},
+		{Reference, []string{"127.0.0.1:7001"}, "is for --variant redlock-majority only"},
+	} {
+		c := validConfig()
+		c.Variant, c.Chaos, c.RedlockServers = tc.variant, true, tc.servers
+		err := c.Validate()
+		if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s with %v: %v, want %q", tc.variant, tc.servers, err, tc.err)
+		}
+	}
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, _ := AddFlags(fs)
+	if err := fs.Parse([]string{"--redlock-servers", "a:1, b:2"}); err != nil || !slices.Equal(c.RedlockServers, []string{"a:1", "b:2"}) {
+		t.Errorf("--redlock-servers a:1, b:2: %v %v", c.RedlockServers, err)
+	}
+	if err := fs.Parse([]string{"--redlock-servers", "a:1,"}); err == nil {
+		t.Error("--redlock-servers with an empty address accepted")
 	}
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	HistoryPath string
 	// Variant is the design to run: Reference, or (chaos build) a broken one.
 	Variant string
+	// RedlockServers are the addresses of the Redis servers the redlock-majority variant
+	// locks on besides Redis (a chaos build, that variant only).
+	RedlockServers []string
 	// Target is the election and store to run (package targets): Reference, a -fenced
 	// lock library, or (with Chaos) an unfenced one. Only with the reference variant.
 	// "" is Reference.
@@ -125,6 +128,9 @@ func (c Config) validate() error {
 	if c.Variant != Reference && !c.Chaos {
 		// A broken design must never run by accident outside the harness.
 		return fmt.Errorf("variant %q is broken on purpose and runs only with --chaos", c.Variant)
+	}
+	if err := checkRedlock(c.Variant, c.RedlockServers); err != nil {
+		return err
 	}
 	if err := c.validateTarget(); err != nil {
 		return err

@@ -276,7 +276,7 @@ func run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := changeElector(cfg.Variant, ref); err != nil {
+		if err := changeElector(cfg, ref); err != nil {
 			return err
 		}
 		el = ref

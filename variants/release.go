@@ -5,6 +5,7 @@ package variants
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +18,16 @@ import (
 // script with GET, a comparison in the client, then DEL and PUBLISH in separate round
 // trips; UncheckedRelease with a plain DEL and PUBLISH; NoStepDown makes the elector
 // ignore its local deadline; NonAtomicTakeover replaces the atomic takeover script with
-// an INCR and a plain SET; the zoo's variants as zoo.go says. e must not be running.
-func Elector(name string, e *election.Elector) error {
+// an INCR and a plain SET; the zoo's variants as zoo.go says, RedlockMajority locking
+// on e's Redis and redlockServers as redlock.go says. redlockServers is for
+// RedlockMajority only. e must not be running.
+func Elector(name string, e *election.Elector, redlockServers []redis.UniversalClient) error {
+	switch {
+	case name == RedlockMajority:
+		return newRedlock(e, redlockServers)
+	case len(redlockServers) > 0:
+		return fmt.Errorf("%w: only %s locks on servers of its own, not %s", ErrRedlockServers, RedlockMajority, name)
+	}
 	if ok, err := zooElector(name, e); ok {
 		return err
 	}

@@ -110,6 +110,8 @@ var all = []Variant{
 		[]string{faults.Pause, faults.Delay}, true, "", "", false},
 	{SplitBrainLock, "Jepsen, Hazelcast 3.8.3: an AP lock service (a member embedded in each node) grants on both sides of a partition: the holder leads on while the service does not answer (its side keeps the lock), and a node that hears nothing from the service for a lease TTL forms a cluster of its own, where the holder is dead and the lock free, and grants itself the lock with the next token of its own copy of the counter",
 		[]string{faults.PartitionBlackhole, faults.Delay}, true, "", "", false},
+	{RedlockMajority, "the Redlock debate (antirez, Kleppmann): the lock is taken on a majority of three independent Redis servers (SET NX PX on each, undone unless a majority took it), extended and released on each, two of them without persistence (a deployment: the harness runs them, variants.RedlockServers); a leader that holds a bare majority loses one server to a restart without persistence, and a standby locks it and the free one: a majority, while the leader's lease runs",
+		[]string{faults.RedlockRestart}, true, "", "", false},
 }
 
 // ReferenceFaults are the faults under which the reference runs to be compared with v

@@ -245,7 +245,7 @@ func (m *splitBrainMember) acquire(ctx context.Context, c redis.UniversalClient,
 // to CI (docs/known-bugs.md). It runs when named.
 func ZooOnly(name string) bool {
 	switch name {
-	case LeaseNotRechecked, StaleObservedRecord, NeverTold, WorkAfterDeadline, WallClockLease, LateToken, SplitBrainLock:
+	case LeaseNotRechecked, StaleObservedRecord, NeverTold, WorkAfterDeadline, WallClockLease, LateToken, SplitBrainLock, RedlockMajority:
 		return true
 	}
 	return false
@@ -289,5 +289,7 @@ func Zoo() []Bug {
 			"a release by plain DEL deletes whoever's lock is there", UncheckedRelease},
 		{"antirez/Kleppmann debate: a Redis restarted without persistence", "http://antirez.com/news/101",
 			"the token counter comes back empty after a restart, so tokens repeat", VolatileRedis},
+		{"antirez/Kleppmann debate: Redlock, a majority of independent Redis servers, one restarted without persistence", "http://antirez.com/news/101",
+			"a leader holding a bare majority loses one server's lock to a restart, and a standby locks a majority beside it", RedlockMajority},
 	}
 }
