@@ -32,6 +32,9 @@ type Toxic struct {
 func RedisProxyName(id string) string  { return id + "-redis" }
 func SourceProxyName(id string) string { return id + "-source" }
 
+// RedlockProxyName names node id's proxy to Redlock server i (1-based, Spec.RedlockServers).
+func RedlockProxyName(id string, i int) string { return fmt.Sprintf("%s-redlock%d", id, i) }
+
 // Links controls the nodes' links to Redis through toxiproxy's HTTP API, with ctx on
 // every call (toxiproxy's Go client takes none). Both backends embed one; its methods are
 // safe for concurrent use. The zero value has no API: every call fails until SetAPI.

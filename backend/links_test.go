@@ -118,7 +118,8 @@ func TestSpecDefaults(t *testing.T) {
 	if err != nil || s.Nodes != backend.DefaultNodes {
 		t.Fatalf("%+v, %v", s, err)
 	}
-	for _, bad := range []backend.Spec{{}, {Dir: "d", Nodes: -1}, {Dir: "d", SourceRate: -1}} {
+	for _, bad := range []backend.Spec{{}, {Dir: "d", Nodes: -1}, {Dir: "d", SourceRate: -1}, {Dir: "d", RedlockServers: -1},
+		{Dir: "d", RedlockServers: 2, Redis: backend.RedisSpec{Topology: backend.TopologySentinel}}} {
 		if _, err := bad.WithDefaults(); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: err %v, want one line", bad, err)
 		}

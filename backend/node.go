@@ -27,6 +27,12 @@ type Spec struct {
 	SourceBacklog int64
 	// Redis is how Redis runs. Default: one server (TopologySingle).
 	Redis RedisSpec
+	// RedlockServers is how many more Redis servers, without persistence, the backend
+	// runs beside the single Redis for nodes that lock on several (the zoo's
+	// redlock-majority); each node reaches each through a proxy of its own
+	// (RedlockProxyName) and gets their addresses as --redlock-servers. Default 0; the
+	// local backend and the single topology only.
+	RedlockServers int
 	// EtcdMembers is the size of the etcd cluster the backend runs beside Redis: 0 (none),
 	// 1 or 3; default 1 for a target that elects through etcd (targets.Target.Etcd).
 	// Each node reaches each member through a proxy of its own (EtcdProxyName).

@@ -36,6 +36,12 @@ func (s Spec) WithDefaults() (Spec, error) {
 	if err := s.Redis.Validate(); err != nil {
 		return s, err
 	}
+	switch {
+	case s.RedlockServers < 0:
+		return s, fmt.Errorf("cluster: %d Redlock servers", s.RedlockServers)
+	case s.RedlockServers > 0 && s.Redis.Replicated():
+		return s, fmt.Errorf("cluster: Redlock servers beside the %s topology: the single topology only", s.Redis.Topology)
+	}
 	if s.EtcdMembers == 0 && s.Node.UsesEtcd() {
 		s.EtcdMembers = 1
 	}

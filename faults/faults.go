@@ -39,6 +39,11 @@ const (
 	FPLoadRace       = "fp-load-race"        // the leader's commit delayed past the lease; its successor stalls between its load and its first commit
 	FPTakeoverRace   = "fp-takeover-race"    // the leader killed; every standby stalls between seeing it gone and taking over (takeover on disconnect)
 
+	// The fault of a run whose nodes lock on several Redis servers of their own
+	// (variants.RedlockMajority): the leader cut off from one server until its lock there
+	// runs out, then its links slowed and another server restarted without persistence.
+	RedlockRestart = "redlock-restart"
+
 	// The faults of a replicated Redis topology (sentinel, cluster): they act on its data
 	// nodes; in a cluster, on the shard of the election's hash slot.
 	RedisFailover       = "redis-failover"        // SIGKILL of the primary; Sentinel promotes a replica, or the replica itself
@@ -128,9 +133,10 @@ func CheckEtcd(kinds []string, etcd bool) error {
 
 // Known returns every fault kind. The slice is new at each call. The failpoint faults
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
-// `failpoint`) to add them. Nor are the replicated faults: see AllFor.
+// `failpoint`) to add them. Nor are the replicated faults (see AllFor), nor
+// RedlockRestart, which only a run of variants.RedlockMajority can have.
 func Known() []string {
-	return append(append(append(append(append(All(), RedisRestartVolatile), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
+	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

@@ -32,7 +32,7 @@ func TestParseList(t *testing.T) {
 func TestKnownIsAllPlusVolatileFailpointsAndReplicated(t *testing.T) {
 	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
 		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) ||
-		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+1+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
+		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+2+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()

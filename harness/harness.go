@@ -48,6 +48,9 @@ type Config struct {
 	// it: the deployment under test is one that keeps none (variants.VolatileRedis), so
 	// that a redis-restart loses what it holds.
 	VolatileRedis bool
+	// RedlockServers is how many more Redis servers, without persistence, the nodes lock
+	// on (backend.Spec.RedlockServers): variants.RedlockMajority's deployment. Default 0.
+	RedlockServers int
 	// EtcdMembers is the size of the etcd cluster beside Redis (backend.Spec.EtcdMembers):
 	// 0, 1 or 3; default 1 for a target that elects through etcd, 0 for the others.
 	EtcdMembers int
@@ -268,7 +271,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c, err := cfg.Start(ctx, backend.Spec{
 		Dir: cfg.Dir, Nodes: cfg.Nodes, Node: cfg.Node,
 		NoPersistence: !cfg.Persistent(), SourceRate: cfg.Workload.SourceRate, Redis: cfg.Redis,
-		SourceBacklog: cfg.StartCursor, EtcdMembers: cfg.EtcdMembers,
+		SourceBacklog: cfg.StartCursor, EtcdMembers: cfg.EtcdMembers, RedlockServers: cfg.RedlockServers,
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.

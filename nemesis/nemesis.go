@@ -110,6 +110,8 @@ func ByKind(kind string) (Fault, error) {
 		return etcdPartitionFault{}, nil
 	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 		return failpointFault{kind: kind}, nil
+	case faults.RedlockRestart:
+		return redlockFault{}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil
 	case faults.RedisIsolatePrimary:

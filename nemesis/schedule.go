@@ -92,7 +92,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			LeaseTTL:  lease,
 		}}
 		if f.AimsAtNode() {
-			if rng.Float64() < o.LeaderBias || isFailpoint(s.Kind) {
+			if rng.Float64() < o.LeaderBias || isFailpoint(s.Kind) || s.Kind == faults.RedlockRestart {
 				s.Aim.Leader = true
 			} else {
 				s.Aim.Node = 1 + rng.IntN(o.Nodes)
@@ -119,6 +119,10 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
+		case faults.RedlockRestart:
+			// After its cut and restart (redlockFault): the leader's lease runs out
+			// under the latency, and a standby has locked a majority.
+			s.Params.Hold = between(1.5, 2)
 		case faults.RedisFailover, faults.RedisSwitchover, faults.RedisIsolatePrimary, faults.ReplicationDelay:
 			// Sentinel needs its down-after (1 s) and an election; the heal waits for
 			// the rest. Sentinel spaces two failovers by twice its failover-timeout (4 s).

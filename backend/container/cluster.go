@@ -105,6 +105,9 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if cfg.RedlockServers > 0 {
+		return nil, errors.New("docker: Redlock servers (the zoo's redlock-majority) run on the local backend only")
+	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)

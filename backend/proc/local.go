@@ -42,6 +42,8 @@ type Backend struct {
 	cfg   Config
 	log   *slog.Logger
 	redis *redisserver.Server // the single topology's Redis
+	// redlock are the Redlock servers (Spec.RedlockServers), without persistence.
+	redlock []*redisserver.Server
 	// replicas runs the sentinel or the cluster topology instead (redis is then nil);
 	// ReplicaFaults forwards the Redis faults to it.
 	replicas backend.LocalReplicas
@@ -74,6 +76,7 @@ type localNode struct {
 	// or cluster seeds, and its proxies to the data nodes (see backend.SentinelSet.NodeArgs,
 	// backend.ClusterSet.NodeArgs).
 	redisArgs []string
+	redlock   []string // its proxies to the Redlock servers, in server order
 	postgres  string   // its PostgreSQL URL through its proxy ("" for a Redis store)
 	etcd      []string // its proxies to the etcd members, in member order
 	proc      *process
@@ -132,6 +135,15 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	for i := range cfg.RedlockServers {
+		srv, err := redisserver.Start(ctx, redisserver.Options{
+			Dir: filepath.Join(cfg.Dir, "redis", fmt.Sprintf("redlock%d", i+1)), NoPersistence: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		l.redlock = append(l.redlock, srv)
+	}
 	if err := l.startSource(ctx); err != nil {
 		return nil, err
 	}
@@ -155,6 +167,13 @@ func Start(ctx context.Context, cfg Config) (_ *Backend, err error) {
 			return nil, err
 		}
 		n.redis, n.source = rp, "http://"+sp
+		for i, srv := range l.redlock {
+			p, err := l.links.CreateProxy(ctx, backend.RedlockProxyName(id, i+1), "127.0.0.1:0", srv.Addr())
+			if err != nil {
+				return nil, err
+			}
+			n.redlock = append(n.redlock, p)
+		}
 		l.nodes[id] = n
 	}
 	if cfg.Node.Store == backend.StorePostgres {
@@ -236,6 +255,9 @@ func (l *Backend) StartNode(ctx context.Context, id string) error {
 	bin, args, env := l.cfg.Binary, append(l.cfg.Node.Args(id, n.redis, n.source, "127.0.0.1:0", addrFile, histPath), n.redisArgs...), []string(nil)
 	if n.postgres != "" {
 		args = append(args, "--postgres", n.postgres)
+	}
+	if len(n.redlock) > 0 {
+		args = append(args, "--redlock-servers", strings.Join(n.redlock, ","))
 	}
 	args = append(args, l.cfg.Node.EtcdArgs(n.etcd)...)
 	if c := l.cfg.Node.Cmd; c != "" {
@@ -462,7 +484,42 @@ func (l *Backend) redisProxies(id string) ([]string, error) {
 	if l.replicas != nil {
 		return l.replicas.NodeProxies(id), nil
 	}
-	return []string{backend.RedisProxyName(id)}, nil
+	ps := []string{backend.RedisProxyName(id)}
+	for i := range l.redlock {
+		ps = append(ps, backend.RedlockProxyName(id, i+1))
+	}
+	return ps, nil
+}
+
+// RedlockServers implements nemesis.RedlockServers: how many there are.
+func (l *Backend) RedlockServers() int { return len(l.redlock) }
+
+// RestartRedlockServer implements nemesis.RedlockServers: it kills Redlock server i
+// (1-based) and starts it again at once, on the same address, empty.
+func (l *Backend) RestartRedlockServer(ctx context.Context, i int) error {
+	if i < 1 || i > len(l.redlock) {
+		return fmt.Errorf("%w: Redlock server %d of %d", backend.ErrTopology, i, len(l.redlock))
+	}
+	srv := l.redlock[i-1]
+	srv.Kill()
+	return srv.Restart(ctx)
+}
+
+// AddRedlockToxic implements nemesis.RedlockServers: t on node id's link to Redlock
+// server i alone.
+func (l *Backend) AddRedlockToxic(ctx context.Context, id string, i int, t backend.Toxic) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.AddToxic(ctx, backend.RedlockProxyName(id, i), t)
+}
+
+// RemoveRedlockToxics implements nemesis.RedlockServers.
+func (l *Backend) RemoveRedlockToxics(ctx context.Context, id string, i int, names ...string) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.RemoveToxics(ctx, backend.RedlockProxyName(id, i), names...)
 }
 
 // AddRedisToxic implements backend.Backend.
@@ -541,6 +598,9 @@ func (l *Backend) Close(ctx context.Context) error {
 		}
 		if l.redis != nil {
 			l.redis.Kill()
+		}
+		for _, srv := range l.redlock {
+			srv.Kill()
 		}
 		if l.replicas != nil {
 			l.replicas.Close()

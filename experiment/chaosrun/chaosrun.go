@@ -134,6 +134,9 @@ func (s *Spec) Prepare() error {
 	if err := faults.CheckTopology(s.Nemeses, s.Redis.Replicated()); err != nil {
 		return err
 	}
+	if slices.Contains(s.Nemeses, faults.RedlockRestart) && s.redlockServers() == 0 {
+		return fmt.Errorf("--nemesis %s: only --variant %s locks on Redlock servers", faults.RedlockRestart, variants.RedlockMajority)
+	}
 	if s.NodeCmd != "" && s.Redis.Replicated() {
 		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel or a cluster's slots here", s.Redis.Topology)
 	}
@@ -284,6 +287,10 @@ func (s Spec) noProbe() string {
 // Each fault kind brings the probes that expose what it can do, in this order (the one
 // that reaches the most rows of the zoo first, then the shortest, then by rows reached):
 //
+//   - redlock-restart, in a run with Redlock servers only (Spec.probeKinds: their
+//     deployment, whose `--nemesis all` restarts Redis): a leader that holds a bare
+//     majority loses one server to a restart without persistence (the
+//     antirez/Kleppmann debate; variants.RedlockMajority);
 //   - a fault that can make a stale leader (staleLeaderFaults): fp-load-race, the old
 //     leader's commit landing between a new leader's cursor load and its first commit,
 //     the interleaving where a store that checks the token but not the cursor breaks
@@ -330,6 +337,9 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	leader := nemesis.Aim{Leader: true}
 	stale := slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
 	stop := slices.Contains(kinds, faults.Stop)
+	if slices.Contains(kinds, faults.RedlockRestart) {
+		add(faults.RedlockRestart, leader, nemesis.Params{Hold: 2 * lease})
+	}
 	if stale {
 		add(faults.FPLoadRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
@@ -369,6 +379,24 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		out = append(out, st)
 	}
 	return out
+}
+
+// redlockServers is how many Redlock servers the run has: variants.RedlockServers for
+// variants.RedlockMajority, whose deployment they are, else none.
+func (s Spec) redlockServers() int {
+	if s.Variant == variants.RedlockMajority {
+		return variants.RedlockServers
+	}
+	return 0
+}
+
+// probeKinds are the fault kinds WithStaleLeaderProbes opens the run for: its faults, and
+// with Redlock servers their restart, when its faults restart Redis (`--nemesis all`).
+func (s Spec) probeKinds() []string {
+	if s.redlockServers() > 0 && slices.Contains(s.Nemeses, faults.RedisRestart) && !slices.Contains(s.Nemeses, faults.RedlockRestart) {
+		return append(slices.Clone(s.Nemeses), faults.RedlockRestart)
+	}
+	return s.Nemeses
 }
 
 // Start is where the run's token counter and cursor begin: the pinned values, 0 for a
@@ -414,6 +442,13 @@ func (s Spec) checkNode() error {
 		etcd[i] = fmt.Sprintf("127.0.0.1:%d", 2379+i) // connected to by nothing
 	}
 	args = append(args, s.NodeOptions().EtcdArgs(etcd)...)
+	if n := s.redlockServers(); n > 0 {
+		servers := make([]string, n)
+		for i := range servers {
+			servers[i] = fmt.Sprintf("127.0.0.1:%d", 6380+i) // connected to by nothing
+		}
+		args = append(args, "--redlock-servers", strings.Join(servers, ","))
+	}
 	out, err := exec.CommandContext(ctx, s.Binary, append(args, "--check")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -489,7 +524,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Dir: dir, Seed: s.Seed, Duration: s.Duration, Nodes: s.Nodes, Nemeses: s.Nemeses,
 		Workload: s.Workload, Backend: s.Backend, Start: s.start, Logger: logger,
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
-		EtcdMembers: s.EtcdMembers, VolatileRedis: s.Variant == variants.VolatileRedis,
+		EtcdMembers: s.EtcdMembers, VolatileRedis: s.Variant == variants.VolatileRedis, RedlockServers: s.redlockServers(),
 		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
 	}
 	if s.Steps != nil {
@@ -501,7 +536,7 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 			fmt.Fprintf(stderr, "fenceline %s: %v\n", s.Cmd, err)
 			return Outcome{Code: exitcode.Usage, RunErr: err}
 		}
-		cfg.Steps = WithStaleLeaderProbes(steps, s.LeaseTTL, s.Nodes, s.Nemeses)
+		cfg.Steps = WithStaleLeaderProbes(steps, s.LeaseTTL, s.Nodes, s.probeKinds())
 	} else if probed(s.Nemeses) {
 		fmt.Fprintf(stderr, "fenceline %s: note: these faults can make a stale leader, but the run cannot have the probes that expose one (%s): a store that checks the token but not the position, and the zoo's stale leaders, can pass it (docs/known-bugs.md)\n", s.Cmd, s.noProbe())
 	}

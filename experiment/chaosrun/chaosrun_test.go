@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/failpoint"
 	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/variants"
 	"github.com/fenceline/fenceline/workloads"
 )
 
@@ -147,6 +149,7 @@ func TestStaleLeaderProbes(t *testing.T) {
 		{[]string{faults.RedisRestart}, []string{faults.RedisRestart}},
 		{[]string{faults.Delay}, []string{faults.FPLoadRace, faults.Delay, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
 		{[]string{faults.Pause}, []string{faults.FPLoadRace, faults.FPStallNewLeader, faults.Clock, faults.Clock, faults.Clock}},
+		{append(faults.All(), faults.RedlockRestart), append([]string{faults.RedlockRestart}, want...)},
 	} {
 		var kinds []string
 		for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, c.kinds)[:len(c.want)] {
@@ -155,6 +158,22 @@ func TestStaleLeaderProbes(t *testing.T) {
 		if !reflect.DeepEqual(kinds, c.want) {
 			t.Errorf("%v: probes %v, want %v", c.kinds, kinds, c.want)
 		}
+	}
+}
+
+// A run of the Redlock variant has its servers, and their restart opens its probes when
+// its faults restart Redis; no other run has either, nor takes the fault.
+func TestRedlockProbe(t *testing.T) {
+	rl := Spec{Variant: variants.RedlockMajority, Nemeses: faults.All()}
+	if rl.redlockServers() != variants.RedlockServers || !slices.Contains(rl.probeKinds(), faults.RedlockRestart) || slices.Contains(rl.Nemeses, faults.RedlockRestart) {
+		t.Errorf("redlock-majority under all: %d servers, probe kinds %v, faults %v", rl.redlockServers(), rl.probeKinds(), rl.Nemeses)
+	}
+	if narrowed := (Spec{Variant: variants.RedlockMajority, Nemeses: []string{faults.Pause}}); slices.Contains(narrowed.probeKinds(), faults.RedlockRestart) {
+		t.Errorf("redlock-majority under pause: probe kinds %v", narrowed.probeKinds())
+	}
+	ref := Spec{Variant: variants.Reference, Nemeses: faults.All()}
+	if ref.redlockServers() != 0 || slices.Contains(ref.probeKinds(), faults.RedlockRestart) {
+		t.Errorf("reference: %d servers, probe kinds %v", ref.redlockServers(), ref.probeKinds())
 	}
 }
 

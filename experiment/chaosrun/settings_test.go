@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/faults"
 
 	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
+	"github.com/fenceline/fenceline/workloads"
 )
 
 // A replay takes the store and the Redis setup from run.json, and a run recorded before
@@ -105,5 +107,15 @@ func TestEtcdMembers(t *testing.T) {
 		if slices.Contains(tc.nemeses, faults.EtcdKill) && tc.members == 0 && tc.target == "" && !errors.Is(err, faults.ErrNoEtcd) {
 			t.Errorf("etcd-kill without etcd: %v, want ErrNoEtcd", err)
 		}
+	}
+}
+
+// redlock-restart acts on Redlock servers, which only the Redlock variant has: named for
+// another run, it is a usage error before anything starts.
+func TestRedlockRestartNeedsTheVariant(t *testing.T) {
+	s := Spec{Nodes: 3, Duration: time.Second, LeaseTTL: 2 * time.Second, Variant: "reference",
+		Nemeses: []string{faults.RedlockRestart}, Workload: workloads.Workload{Name: "listener", SourceRate: 400, Batch: 20}}
+	if err := s.Prepare(); err == nil || !strings.Contains(err.Error(), "only --variant redlock-majority") {
+		t.Errorf("redlock-restart for the reference: %v", err)
 	}
 }
