@@ -50,6 +50,13 @@ func SetTakeoverForChaos(e *Elector, f TakeoverFunc) error {
 // not move). It blocks until done or ctx is done.
 type RenewFunc func(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (ok bool, err error)
 
+// RenewOnForChaos runs the elector's own renewal, the atomic compare-and-extend script,
+// on c: a lock taken on several servers (a chaos variant's) is extended on each as the
+// reference extends its one.
+func RenewOnForChaos(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (bool, error) {
+	return (&redisStore{c: c, lock: lock}).renew(ctx, value, ttl)
+}
+
 // SetRenewForChaos makes e renew its lease with f instead of the atomic script. It is for
 // self-validation only (a chaos build): the variant it installs is broken on purpose. It
 // returns ErrRunning if e is running, and changes nothing for an elector that does not

@@ -19,15 +19,10 @@ import (
 // installed function with its own client and keys when it steps down, and the lease is
 // taken and renewed as usual.
 func TestSetReleaseForChaos(t *testing.T) {
-	srv := redisserver.New(t)
-	client := newClient(t, srv.Addr())
-	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "seam", LeaseTTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, el := seamElector(t)
 	var mu sync.Mutex
 	var calls [][3]string
-	err = election.SetReleaseForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
+	err := election.SetReleaseForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value, channel string) (bool, error) {
 		mu.Lock()
 		calls = append(calls, [3]string{lock, value, channel})
 		mu.Unlock()
@@ -58,15 +53,10 @@ func TestSetReleaseForChaos(t *testing.T) {
 // The renewal seam: the elector renews through the installed function with its own
 // client, lock and value, and a renewal that reports the lease lost ends the term.
 func TestSetRenewForChaos(t *testing.T) {
-	srv := redisserver.New(t)
-	client := newClient(t, srv.Addr())
-	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "seam", LeaseTTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, el := seamElector(t)
 	var mu sync.Mutex
 	var calls []string
-	err = election.SetRenewForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (bool, error) {
+	err := election.SetRenewForChaos(el, func(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, lock+" "+value+" "+ttl.String())
@@ -90,4 +80,15 @@ func TestSetRenewForChaos(t *testing.T) {
 	if len(calls) < 2 || calls[0] != want || calls[1] != want {
 		t.Fatalf("renew calls %q, want two or more of %q", calls, want)
 	}
+}
+
+// seamElector is an elector of a lease of 1 s on a Redis of its own, not running.
+func seamElector(t *testing.T) (redis.UniversalClient, *election.Elector) {
+	t.Helper()
+	client := newClient(t, redisserver.New(t).Addr())
+	el, err := election.New(client, election.Config{InstanceID: "n1", Name: "seam", LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, el
 }

@@ -59,22 +59,15 @@ func newRedlock(e *election.Elector, servers []redis.UniversalClient) error {
 	return election.SetReleaseForChaos(e, r.release)
 }
 
-var (
-	// KEYS: lock. ARGV: value, ttl (ms). 1 if extended, 0 if the lock is not value's.
-	redlockExtend = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-`)
-	// KEYS: lock. ARGV: value. 1 if deleted, 0 if the lock is not value's.
-	redlockUnlock = redis.NewScript(`
+// KEYS: lock. ARGV: value. 1 if deleted, 0 if the lock is not value's (the
+// elector's own release also publishes a notice, which Redlock sends once, on the
+// run's Redis).
+var redlockUnlock = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
-)
 
 // all runs f on the elector's client c and every server at once; it returns how many
 // answered yes, and the errors of those that did not answer.
@@ -135,8 +128,7 @@ func (r *redlock) acquire(ctx context.Context, c redis.UniversalClient, lock, co
 // majority answered that it is not value's, unknown otherwise.
 func (r *redlock) renew(ctx context.Context, c redis.UniversalClient, lock, value string, ttl time.Duration) (bool, error) {
 	yes, errs := r.all(ctx, c, func(s redis.UniversalClient) (bool, error) {
-		n, err := redlockExtend.Run(ctx, s, []string{lock}, value, ttl.Milliseconds()).Int64()
-		return n == 1, err
+		return election.RenewOnForChaos(ctx, s, lock, value, ttl)
 	})
 	switch {
 	case yes >= r.majority():
