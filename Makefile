@@ -134,7 +134,7 @@ validate-short: check-deps check-postgres build
 
 # zoo measures the known-bug zoo (docs/known-bugs.md): each zoo variant and the
 # reference at the default chaos settings (every fault, random schedule, the probes that
-# open it; DURATION), SEEDS seeds each (default 20: about 9 hours, PARALLEL runs at once),
+# open it; DURATION), SEEDS seeds each (default 20: about 10 hours, 5 at PARALLEL=2),
 # into OUT (default reports/zoo).
 zoo: check-deps build
 	$(CHAOS_BIN) validate --zoo --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) \
