@@ -84,7 +84,7 @@ func (t Target) Validate() error {
 }
 
 // NewClient returns the client for t, built on base (election.ClientOptions plus
-// credentials and TLS; its MaxRetries, timeouts and TLS carry over to every connection,
+// credentials and TLS; its MaxRetries, timeouts, idle connections and TLS carry over to every connection,
 // a Sentinel's included). The caller closes it. It fails only if t's Wait options are
 // invalid (see Target.Validate).
 func NewClient(base *redis.Options, t Target) (redis.UniversalClient, error) {
@@ -123,6 +123,7 @@ func newClient(base *redis.Options, t Target) redis.UniversalClient {
 			WriteTimeout:          base.WriteTimeout,
 			ContextTimeoutEnabled: base.ContextTimeoutEnabled,
 			PoolSize:              base.PoolSize,
+			MinIdleConns:          base.MinIdleConns,
 			TLSConfig:             base.TLSConfig,
 		})
 	}
@@ -148,6 +149,7 @@ func newClusterClient(base *redis.Options, t Target) *redis.ClusterClient {
 		WriteTimeout:          base.WriteTimeout,
 		ContextTimeoutEnabled: base.ContextTimeoutEnabled,
 		PoolSize:              base.PoolSize,
+		MinIdleConns:          base.MinIdleConns,
 		TLSConfig:             base.TLSConfig,
 		Protocol:              base.Protocol,
 	})
