@@ -54,7 +54,11 @@ func check(cfg Config) error {
 		return fmt.Errorf("--control: %w", err)
 	}
 	ctl.Close()
-	client, err := redisconn.NewClient(cfg.Redis, cfg.RedisTarget)
+	// A client that keeps idle connections dials them as it is made: the check's
+	// connects nowhere.
+	opts := *cfg.Redis
+	opts.MinIdleConns = 0
+	client, err := redisconn.NewClient(&opts, cfg.RedisTarget)
 	if err != nil {
 		return err
 	}
