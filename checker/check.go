@@ -70,7 +70,7 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 		case CheckStaleWrite:
 			cr = staleWrite(p)
 		case CheckUniqueTokens:
-			cr = uniqueTokens(p)
+			cr = uniqueTokens(p, opts)
 		case CheckExactlyOnce:
 			cr = exactlyOnce(p, opts)
 		case CheckCursorMonotonic:

@@ -102,7 +102,7 @@ func staleWrite(p *parsed) CheckResult {
 
 // uniqueTokens: each token was acquired once, by one node, and every accepted commit
 // carries a token that its own node acquired.
-func uniqueTokens(p *parsed) CheckResult {
+func uniqueTokens(p *parsed, opts Options) CheckResult {
 	cr := CheckResult{Name: CheckUniqueTokens, Verdict: Valid}
 	type acq struct {
 		node int32
@@ -151,7 +151,7 @@ func uniqueTokens(p *parsed) CheckResult {
 	} else {
 		cr.Message = fmt.Sprintf("%d tokens acquired, each once; all %d accepted commits carry a token their node acquired", len(owners), checked)
 	}
-	if st := p.run.Store; st != nil && st.TokenCounter < maxAcq {
+	if st := p.run.Store; st != nil && !opts.NoFinalRead && st.TokenCounter < maxAcq {
 		cr.Message += fmt.Sprintf("; the token counter went back: it reads %d after token %d was issued", st.TokenCounter, maxAcq)
 	}
 	return cr
@@ -358,7 +358,7 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 			bad = append(bad, finding{o.opTime(), fmt.Sprintf("%s: found cursor %d after %d was acknowledged by %s", p.describe(o), seen, maxCur, prev)})
 		}
 	}
-	if st := p.run.Store; st != nil {
+	if st := p.run.Store; st != nil && !opts.NoFinalRead {
 		for ; k < len(byRet); k++ {
 			if c := p.ops[byRet[k]].cursorAfter(); c > maxCur {
 				maxCur, at = c, byRet[k]

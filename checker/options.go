@@ -89,9 +89,11 @@ type Options struct {
 	// (near-linear, see decideChain) found linearizable. By default porcupine runs only
 	// where the chain decision gives up, and to explain a violation.
 	CrossCheck bool
-	// NoFinalRead leaves the final store read (Store.Cursor, Store.MaxToken) out of the
-	// linearizability check. By default it is checked as a load invoked after every
-	// recorded event: the harness stops every node before it reads the store.
+	// NoFinalRead leaves the store's final state (Store.Cursor, Store.MaxToken,
+	// Store.TokenCounter) out of the checks, which then use only its audit stream: for a
+	// store read while the run goes on. By default the linearizability check takes it as
+	// a load invoked after every recorded event (the harness stops every node before it
+	// reads the store), and cursor-monotonic compares it with the acknowledged cursors.
 	NoFinalRead bool
 }
 

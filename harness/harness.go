@@ -84,6 +84,16 @@ type Config struct {
 	// StartToken and StartCursor are where the run's token counter and cursor begin (see
 	// BoundaryStart); both 0, the default, is a fresh store. Recorded in run.json.
 	StartToken, StartCursor int64
+	// StopAtViolation, if not nil, is asked while the chaos phase runs (after each heal,
+	// and every few seconds) whether the history so far breaks a rule; a non-empty
+	// answer, what it found, ends the chaos phase there. The run then heals, recovers and
+	// reads the store as usual, and run.json records the answer (StoppedAtViolation).
+	// store is a snapshot of the Redis store read just before the call, so that every
+	// entry of its audit stream belongs to an operation the histories then hold; nil
+	// when it could not be read (Redis down) or the cursor is kept in PostgreSQL.
+	// It is called in the background, one call at a time, so that the schedule keeps its
+	// times; a call still running when the chaos phase ends is cancelled.
+	StopAtViolation func(ctx context.Context, store *history.Store) string
 	// MinFreeDisk ends the run as unknown when the run directory's filesystem has fewer
 	// bytes free: the histories of a full disk are torn. Default 16 MiB; negative: off.
 	MinFreeDisk int64
@@ -299,7 +309,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("%w: warm-up: %w", ErrIncomplete, err)
 	}
 	r.log.Info("chaos-started", slog.Duration("duration", cfg.Duration), slog.Int("faults", len(steps)))
-	if err := r.chaos(ctx, steps); err != nil {
+	if cfg.StopAtViolation != nil {
+		r.watch = newWatcher(ctx, func(ctx context.Context) string { return cfg.StopAtViolation(ctx, r.storeSoFar(ctx)) })
+	}
+	err = r.chaos(ctx, steps)
+	if found := r.watch.close(); found != "" {
+		info.StoppedAtViolation = found
+		r.log.Info("chaos-stopped-at-violation", slog.String("found", found))
+	}
+	if err != nil && !errors.Is(err, errStopped) {
 		return fmt.Errorf("%w: %v", ErrIncomplete, causeOf(ctx, err))
 	}
 	return nil
@@ -331,6 +349,7 @@ type runner struct {
 	seq    int
 	open   *openFault // the fault injected and not yet healed
 	mon    *monitor
+	watch  *watcher
 }
 
 type openFault struct {
@@ -349,13 +368,13 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 	start := time.Now()
 	var shift time.Duration
 	for _, s := range steps {
-		if err := sleepUntil(ctx, start.Add(s.At+shift)); err != nil {
+		if err := r.watch.sleepUntil(ctx, start.Add(s.At+shift)); err != nil {
 			return err
 		}
 		if err := r.inject(ctx, s); err != nil {
 			r.log.Warn("fault-inject-failed", slog.String("fault", s.Kind), slog.Any("error", err))
 		}
-		if err := sleepUntil(ctx, time.Now().Add(s.Params.Hold)); err != nil {
+		if err := r.watch.sleepUntil(ctx, time.Now().Add(s.Params.Hold)); err != nil {
 			return err
 		}
 		if err := r.heal(ctx); err != nil {
@@ -364,11 +383,12 @@ func (r *runner) chaos(ctx context.Context, steps []nemesis.Step) error {
 				return err
 			}
 		}
+		r.watch.poke()
 		if over := time.Since(start.Add(s.At + shift + s.Params.Hold)); over > 0 {
 			shift += over
 		}
 	}
-	return sleepUntil(ctx, start.Add(r.cfg.Duration+shift))
+	return r.watch.sleepUntil(ctx, start.Add(r.cfg.Duration+shift))
 }
 
 func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
@@ -515,6 +535,19 @@ func (r *runner) readStore(ctx context.Context) (*history.Store, error) {
 		}
 	}
 	return ReadStore(ctx, addr, r.cfg.Node.Election)
+}
+
+// storeSoFar reads the store while the run goes on, for Config.StopAtViolation; nil
+// when it cannot (see there).
+func (r *runner) storeSoFar(ctx context.Context) *history.Store {
+	if pg, ok := r.c.(interface{ PostgresURL() string }); ok && pg.PostgresURL() != "" {
+		return nil
+	}
+	st, err := r.readStore(ctx)
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // waitProgress waits until some node reports two commits it did not report when the

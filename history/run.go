@@ -53,6 +53,11 @@ type RunInfo struct {
 	Versions map[string]string `json:"versions,omitempty"`
 	// Interrupted is set when the run was stopped early (Ctrl-C) or could not complete.
 	Interrupted string `json:"interrupted,omitempty"`
+	// StoppedAtViolation is set when the chaos phase ended before Duration because a
+	// check of the history so far found a violation (--stop-at-violation): what it found.
+	// The run still healed, recovered and read the store; a complete check that does not
+	// confirm the violation makes its verdict unknown, never valid.
+	StoppedAtViolation string `json:"stopped_at_violation,omitempty"`
 	// Budget is the run's failover budget (`--budget`, checker.ParseBudgets), judged by
 	// every check of the run; empty: none.
 	Budget string `json:"budget,omitempty"`

@@ -29,8 +29,9 @@
 //     run's length, and its properties carry the failover p50, p99 and n of each fault
 //     kind and whether Redis lost acknowledged writes. An invalid check is a
 //     <failure>; an unknown one is an <error> (not <skipped>, which CI systems show as
-//     harmless): a check that could not decide is never a pass. A run with no check, or
-//     an interrupted one, gets an extra "run" testcase with an <error>. The file follows
+//     harmless): a check that could not decide is never a pass. A run with no check, an
+//     interrupted one, or one stopped at a violation the complete check did not
+//     confirm, gets an extra "run" testcase with an <error>. The file follows
 //     the Jenkins/Ant JUnit schema (testdata/junit.xsd).
 //
 // [Summary] prints the same content as report.md for a terminal.
@@ -83,6 +84,7 @@
 //	    "start_unix_ns": …, "end_unix_ns": …, "elapsed_ns": …,
 //	    "heal_at_ns": … | null,                       // the final heal of every fault
 //	    "interrupted": "…",                           // only when the run stopped early
+//	    "stopped_at_violation": "…",                  // only when --stop-at-violation ended it
 //	    "start_token": …, "start_cursor": …           // where the run began; omitted when 0
 //	  },
 //	  "checks": [{                                    // in the checker's order

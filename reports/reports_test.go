@@ -313,6 +313,24 @@ func TestUnknownIsNotAPass(t *testing.T) {
 	if !strings.Contains(ju.String(), `<testcase name="run (seed `) || !strings.Contains(ju.String(), "<error") {
 		t.Errorf("interrupted run: junit has no error:\n%s", ju.String())
 	}
+
+	// Nor is a run stopped at a violation that the complete check did not confirm: it
+	// ran short of its duration.
+	run, res = loadStored(t, "pass")
+	run.Info.StoppedAtViolation = "lease-exclusion at t+4.200s"
+	if r, err = NewResults(run, res); err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != checker.Unknown || r.Run.StoppedAtViolation == "" || !strings.Contains(r.Summary, "did not confirm") {
+		t.Errorf("stopped run: verdict %s, stopped %q, summary %q", r.Verdict, r.Run.StoppedAtViolation, r.Summary)
+	}
+	ju.Reset()
+	if err := JUnit(&ju, run, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ju.String(), `<testcase name="run (seed `) || !strings.Contains(ju.String(), "<error") {
+		t.Errorf("stopped run: junit has no error:\n%s", ju.String())
+	}
 }
 
 // An interrupted run may lack run.json's end and store.json: the reports still render.

@@ -145,6 +145,9 @@ type RunSummary struct {
 	HealAtNS *time.Duration `json:"heal_at_ns"`
 	// Interrupted says why the run stopped early; "" for a complete run.
 	Interrupted string `json:"interrupted,omitempty"`
+	// StoppedAtViolation is what ended the chaos phase before its duration
+	// (--stop-at-violation); "" for a run that ran its course.
+	StoppedAtViolation string `json:"stopped_at_violation,omitempty"`
 	// StartToken and StartCursor are where the run's token counter and cursor began
 	// (run.json); omitted for a fresh store.
 	StartToken  int64 `json:"start_token,omitempty"`
@@ -503,7 +506,7 @@ func (v *view) results(n int) *Results {
 			LeaseTTLNS: in.LeaseTTL, DurationNS: in.Duration, Persistence: in.Persistence,
 			Versions: in.Versions, StartUnixNS: v.start, EndUnixNS: v.end, ElapsedNS: time.Duration(v.end - v.start),
 			Start: rfc3339(v.start), End: rfc3339(v.end), Interrupted: in.Interrupted,
-			StartToken: in.StartToken, StartCursor: in.StartCursor,
+			StoppedAtViolation: in.StoppedAtViolation, StartToken: in.StartToken, StartCursor: in.StartCursor,
 		},
 		LeaderChanges: v.res.LeaderChanges, FencingRejections: v.res.FencingRejections, CursorConflicts: v.res.CursorConflicts,
 		Throughput: v.res.Throughput,

@@ -131,6 +131,9 @@ func (v *view) runTable() table {
 	if in.Interrupted != "" {
 		add("interrupted", in.Interrupted)
 	}
+	if in.StoppedAtViolation != "" {
+		add("stopped at violation", in.StoppedAtViolation)
+	}
 	for _, k := range sortedKeys(in.Versions) {
 		add("version of "+k, in.Versions[k])
 	}

@@ -16,7 +16,9 @@ func Verdict(run *history.Run, res *checker.Result) checker.Verdict {
 	if vd == "" {
 		vd = checker.Unknown
 	}
-	if vd == checker.Valid && (len(res.Checks) == 0 || run == nil || run.Info.Interrupted != "") {
+	// A run stopped at a violation that the complete check does not confirm ran short
+	// of its duration: it proves nothing either way.
+	if vd == checker.Valid && (len(res.Checks) == 0 || run == nil || run.Info.Interrupted != "" || run.Info.StoppedAtViolation != "") {
 		return checker.Unknown
 	}
 	return vd

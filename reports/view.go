@@ -433,6 +433,12 @@ func (v *view) headline() string {
 	if v.run.Info.Interrupted != "" {
 		parts = append(parts, "The run was not completed: "+v.run.Info.Interrupted+".")
 	}
+	if f := v.run.Info.StoppedAtViolation; f != "" {
+		parts = append(parts, "The chaos phase was stopped early, at a violation found while it ran ("+f+").")
+		if len(inv) == 0 {
+			parts = append(parts, "The complete check did not confirm it: the run is undecided.")
+		}
+	}
 	if i := v.run.Info; i.ShrunkFrom > 0 {
 		parts = append(parts, fmt.Sprintf("Shrunk from %d faults to %d (fenceline shrink of %s).", i.ShrunkFrom, i.ShrunkTo, i.ShrunkFromRun))
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/fenceline/fenceline/experiment/nodecheck"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
+	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/internal/failpoint"
@@ -92,6 +93,11 @@ type Spec struct {
 	// the harness cannot seed.
 	StartToken, StartCursor int64
 	StartPinned             bool
+	// StopAtViolation ends the chaos phase at the first violation a check of the
+	// history so far finds (judge.SoFar); the run then finishes as usual and the
+	// complete check gives the verdict. For runs that ask only whether and when a
+	// violation comes (the zoo, the mutants, a bisection), not for failover figures.
+	StopAtViolation bool
 
 	start func(context.Context, backend.Spec) (backend.Backend, error) // set by prepare
 }
@@ -526,6 +532,9 @@ func (s Spec) Run(ctx context.Context, stdout, stderr io.Writer) Outcome {
 		Node: s.NodeOptions(), Budget: s.Budget, Steps: s.Steps, Redis: s.Redis, ScheduleKind: s.Schedule,
 		EtcdMembers: s.EtcdMembers, VolatileRedis: s.Variant == variants.VolatileRedis, RedlockServers: s.redlockServers(),
 		Versions: map[string]string{"fenceline": buildinfo.Read().String(), "go": runtime.Version()},
+	}
+	if s.StopAtViolation {
+		cfg.StopAtViolation = func(ctx context.Context, st *history.Store) string { return judge.SoFar(ctx, dir, st) }
 	}
 	if s.Steps != nil {
 		cfg.ScheduleKind = "replayed"

@@ -356,7 +356,7 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) R
 
 // chaosStage runs one default chaos run of the mutant's binary with seed: what `make
 // chaos` runs (all faults, random schedule, 3 nodes, lease 2 s), judged by this binary's
-// unmutated harness and checker.
+// unmutated harness and checker, ended at its first violation (--stop-at-violation).
 func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64) (verdict, check string, at time.Duration, dir, why string) {
 	wl, err := workloads.ByName("listener")
 	if err != nil {
@@ -367,7 +367,7 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		return Undecided, "", 0, "", err.Error()
 	}
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
-		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true}
+		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true}
 	if err := s.Prepare(); err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}

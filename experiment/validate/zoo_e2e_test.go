@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/internal/testbin"
@@ -18,19 +19,20 @@ import (
 
 func TestMain(m *testing.M) { testbin.Main(m) }
 
-// The zoo's short cases, each through the real binary, side by side:
+// The zoo's short cases, each through the real binary as the zoo runs it (stopped at
+// the first violation), side by side:
 //
 //   - cilium#42920's work that goes on a lease TTL past its term, at the default settings
-//     but for a 20 s chaos phase (then the probes), must be caught. On seed 1 a leader
-//     paused from t+6.7s to t+11.7s writes on after its term: caught at t+11.6s in 60 s
-//     runs, where lease-only (the same store without the bug) is first caught at t+42.9s.
+//     (60 s, every fault, the probes first), must be caught, and the run must end soon
+//     after: the load-race probe catches it at about t+5.4s on seed 1 and the whole run
+//     takes about 11 s instead of two minutes.
 //     (stale-observed-record, caught by lease-exclusion, was caught here at t+14.2s by an
 //     overlap of 105 ms, too close to the 100 ms tolerance for a test that must not
 //     flake.)
 //   - Redlock over three servers under its own fault alone (redlock-restart), 10 s: the
 //     probe's fault strikes within the first lease and must be caught by lease-exclusion
 //     or lease-grant; with no fault the same deployment must be valid, so that it is the
-//     restart, not the Redlock servers, that breaks it.
+//     restart, not the Redlock servers, that breaks it, and must run its course.
 func TestZooCaseCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos runs of up to 20 s and the probes")
@@ -41,7 +43,7 @@ func TestZooCaseCaught(t *testing.T) {
 		want                             int
 		checks                           []string // the checks that may find it first; nil: any
 	}{
-		{"work-after-deadline", variants.WorkAfterDeadline, "20s", "all", 1, nil},
+		{"work-after-deadline", variants.WorkAfterDeadline, "60s", "all", 1, nil},
 		{"redlock-restart", variants.RedlockMajority, "10s", "redlock-restart", 1, []string{checker.CheckLeaseExclusion, checker.CheckLeaseGrant}},
 		{"redlock-no-fault", variants.RedlockMajority, "10s", "none", 0, nil},
 	} {
@@ -56,7 +58,7 @@ func zooCase(t *testing.T, bin, variant, duration, nemesis string, want int, che
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "chaos", "--variant", variant, "--duration", duration, "--nemesis", nemesis,
-		"--seed", "1", "--quiet", "--out", out)
+		"--seed", "1", "--quiet", "--stop-at-violation", "--out", out)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	code := 0
@@ -68,14 +70,16 @@ func zooCase(t *testing.T, bin, variant, duration, nemesis string, want int, che
 	if code != want {
 		t.Fatalf("fenceline chaos --variant %s --nemesis %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", variant, nemesis, code, want, stdout.String(), stderr.String())
 	}
-	if want == 0 {
-		return
-	}
 	b, err := os.ReadFile(filepath.Join(out, "latest", "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var res struct {
+		Run struct {
+			Stopped  string        `json:"stopped_at_violation"`
+			Duration time.Duration `json:"duration_ns"`
+			HealAt   time.Duration `json:"heal_at_ns"`
+		} `json:"run"`
 		Verdict        checker.Verdict `json:"verdict"`
 		FirstViolation *struct {
 			Check       string `json:"check"`
@@ -86,11 +90,21 @@ func zooCase(t *testing.T, bin, variant, duration, nemesis string, want int, che
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
+	if want == 0 {
+		if res.Run.Stopped != "" {
+			t.Errorf("a valid run was stopped at a violation: %s", res.Run.Stopped)
+		}
+		return
+	}
+	if res.Run.Stopped == "" || res.Run.HealAt >= res.Run.Duration {
+		t.Errorf("not stopped at its violation: stopped %q, final heal at %v of a %v chaos phase", res.Run.Stopped, res.Run.HealAt, res.Run.Duration)
+	}
 	if res.Verdict != checker.Invalid || res.FirstViolation == nil {
 		t.Fatalf("results.json: verdict %s, first violation %+v", res.Verdict, res.FirstViolation)
 	}
 	if checks != nil && !slices.Contains(checks, res.FirstViolation.Check) {
 		t.Errorf("first caught by %s, want one of %v: %s", res.FirstViolation.Check, checks, res.FirstViolation.Description)
 	}
-	t.Logf("caught by %s at t+%.1fs: %s", res.FirstViolation.Check, float64(res.FirstViolation.At)/1e9, res.FirstViolation.Description)
+	t.Logf("caught by %s at t+%.1fs (stopped at %s, final heal at t+%.1fs): %s", res.FirstViolation.Check, float64(res.FirstViolation.At)/1e9,
+		res.Run.Stopped, res.Run.HealAt.Seconds(), res.FirstViolation.Description)
 }
