@@ -257,9 +257,12 @@ type runRecord struct {
 	// FirstViolation is the earliest violation of an invalid run.
 	FirstViolation *violationAt `json:"first_violation,omitempty"`
 	// Overlaps counts the leadership overlaps the checker measured; LongestOverlap is
-	// the longest.
+	// the longest. In a run stopped at its violation, only those before the stop.
 	Overlaps       int           `json:"overlaps"`
 	LongestOverlap time.Duration `json:"longest_overlap_ns"`
+	// StoppedAtViolation is what ended the run's chaos phase early (the zoo's runs,
+	// chaosrun.Spec.StopAtViolation); "" for a run that ran its course.
+	StoppedAtViolation string `json:"stopped_at_violation,omitempty"`
 }
 
 // violationAt is a run's first violation, timed from the run's start.
@@ -292,6 +295,9 @@ func recordResult(p plannedRun, r matrix.Result) runRecord {
 	for _, ov := range res.Overlaps {
 		rec.LongestOverlap = max(rec.LongestOverlap, ov.Duration)
 	}
+	if rs, err := r.Results(); err == nil {
+		rec.StoppedAtViolation = rs.Run.StoppedAtViolation
+	}
 	return rec
 }
 
@@ -323,6 +329,9 @@ func (r runRecord) line() string {
 	}
 	if v := r.FirstViolation; v != nil {
 		fmt.Fprintf(&b, " (%s at %s)", v.Check, fmtAt(v.AfterStart))
+	}
+	if r.StoppedAtViolation != "" {
+		b.WriteString("; chaos stopped at it")
 	}
 	if r.Incomplete != "" {
 		fmt.Fprintf(&b, "; incomplete: %s", r.Incomplete)

@@ -21,6 +21,7 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/variants"
 )
 
@@ -338,6 +339,15 @@ func TestRecordResult(t *testing.T) {
 	r = recordResult(p, result(chaosrun.Outcome{Dir: "x", Result: res}))
 	if r.undecided() || r.detected() || r.Overlaps != 2 || r.LongestOverlap != 3*time.Second || r.FirstViolation != nil {
 		t.Errorf("%+v", r)
+	}
+	// A run stopped at its violation says so, from its results.json.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, reports.ResultsFile), []byte(`{"run": {"stopped_at_violation": "lease-exclusion at t+4.640s"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = recordResult(p, result(chaosrun.Outcome{Dir: dir, Code: exitcode.Invalid, Result: &checker.Result{Verdict: checker.Invalid}}))
+	if r.StoppedAtViolation != "lease-exclusion at t+4.640s" || !strings.Contains(r.line(), "chaos stopped at it") {
+		t.Errorf("stopped run: %+v, line %q", r, r.line())
 	}
 }
 
