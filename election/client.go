@@ -19,13 +19,17 @@ import (
 //     the socket read and write; go-redis ignores context deadlines on I/O otherwise.
 //   - DialTimeout 1s and a single dial attempt per request (DialerRetries: 1), so that an
 //     unreachable Redis is reported within about a request, not after five dials.
-//   - MinIdleConns: 2, so that a renewal and a store's commit sent together each find an
-//     open connection. A new one costs a dial and go-redis's handshake (HELLO, CLIENT
-//     SETINFO) before the request, round trips on the lease's clock; on a slow link the
-//     handshake can use up the request's whole deadline, and the request is never sent
-//     (measured: docs/known-bugs.md, why the load race missed).
+//   - MinIdleConns: 2 and PoolFIFO, so that a renewal and a store's commit sent together
+//     each find a connection that is open and ready. A new one costs a dial and
+//     go-redis's handshake (HELLO, CLIENT SETINFO) before the request, round trips on the
+//     lease's clock; on a slow link the handshake can use up the request's whole
+//     deadline, and the request is never sent (measured: docs/known-bugs.md, why the
+//     load race missed). go-redis opens the idle connections at once but shakes hands
+//     on each only at its first use; handed out in turn (FIFO), every one is used, and
+//     ready, within a few requests, where the default (the one used last first) leaves
+//     the spares unready until two requests overlap.
 //
-// Adjust the rest (password, TLS, pool size) as needed, but keep these four.
+// Adjust the rest (password, TLS, pool size) as needed, but keep these five.
 func ClientOptions(addr string) *redis.Options {
 	return &redis.Options{
 		Addr:                  addr,
@@ -34,6 +38,7 @@ func ClientOptions(addr string) *redis.Options {
 		DialTimeout:           time.Second,
 		DialerRetries:         1,
 		MinIdleConns:          2,
+		PoolFIFO:              true,
 	}
 }
 

@@ -124,6 +124,7 @@ func newClient(base *redis.Options, t Target) redis.UniversalClient {
 			ContextTimeoutEnabled: base.ContextTimeoutEnabled,
 			PoolSize:              base.PoolSize,
 			MinIdleConns:          base.MinIdleConns,
+			PoolFIFO:              base.PoolFIFO,
 			TLSConfig:             base.TLSConfig,
 		})
 	}
@@ -150,6 +151,7 @@ func newClusterClient(base *redis.Options, t Target) *redis.ClusterClient {
 		ContextTimeoutEnabled: base.ContextTimeoutEnabled,
 		PoolSize:              base.PoolSize,
 		MinIdleConns:          base.MinIdleConns,
+		PoolFIFO:              base.PoolFIFO,
 		TLSConfig:             base.TLSConfig,
 		Protocol:              base.Protocol,
 	})

@@ -120,3 +120,22 @@ func TestTargetValidate(t *testing.T) {
 		}
 	}
 }
+
+// The Sentinel and cluster clients keep election.ClientOptions' pool: ready spare
+// connections (MinIdleConns, handed out in turn), without which a commit beside a
+// renewal can spend its deadline on a handshake.
+func TestClientsKeepThePool(t *testing.T) {
+	t.Parallel()
+	base := election.ClientOptions("127.0.0.1:1")
+	fo, ok := newClient(t, base, redisconn.Target{Sentinels: []string{"127.0.0.1:1"}, Master: "m"}).(*redis.Client)
+	if !ok {
+		t.Fatal("NewClient with Sentinels is not a *redis.Client")
+	}
+	if o := fo.Options(); o.MinIdleConns != base.MinIdleConns || o.PoolFIFO != base.PoolFIFO {
+		t.Errorf("Sentinel client: MinIdleConns %d, PoolFIFO %v; want %d, %v", o.MinIdleConns, o.PoolFIFO, base.MinIdleConns, base.PoolFIFO)
+	}
+	cl := newClient(t, base, redisconn.Target{Cluster: []string{"127.0.0.1:1"}}).(*redis.ClusterClient)
+	if o := cl.Options(); o.MinIdleConns != base.MinIdleConns || o.PoolFIFO != base.PoolFIFO {
+		t.Errorf("cluster client: MinIdleConns %d, PoolFIFO %v; want %d, %v", o.MinIdleConns, o.PoolFIFO, base.MinIdleConns, base.PoolFIFO)
+	}
+}
