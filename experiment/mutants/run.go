@@ -405,7 +405,11 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		}
 		return Survived, "", 0, dir, ""
 	}
-	return Undecided, "", 0, dir, cmp.Or(firstLine(r.Incomplete()), "no verdict")
+	why = firstLine(r.Incomplete())
+	if rs, err := r.Results(); why == "" && err == nil && rs.Run.StoppedAtViolation != "" {
+		why = "stopped at a violation the complete check did not confirm: " + rs.Run.StoppedAtViolation
+	}
+	return Undecided, "", 0, dir, cmp.Or(why, "no verdict")
 }
 
 func firstLine(s string) string {
