@@ -134,8 +134,9 @@ validate-short: check-deps check-postgres build
 
 # zoo measures the known-bug zoo (docs/known-bugs.md): each zoo variant and the
 # reference at the default chaos settings (every fault, random schedule, the probes that
-# open it; DURATION), SEEDS seeds each (default 20: about 10 hours, 5 at PARALLEL=2),
-# into OUT (default reports/zoo).
+# open it; DURATION), SEEDS seeds each (default 20), each run stopped at its first
+# violation (the reference runs its course): about 2 hours, 1 at PARALLEL=2, into OUT
+# (default reports/zoo).
 zoo: check-deps build
 	$(CHAOS_BIN) validate --zoo --seeds $(if $(call given,SEEDS),$(SEEDS),20) --seed $(if $(call given,SEED),$(SEED),1) \
 	  --duration $(DURATION) --parallel $(PARALLEL) --out $(if $(call given,OUT),$(OUT),reports/zoo)
@@ -174,7 +175,8 @@ targets: check-test-deps build
 # mutants generates mutants of the safety-critical code (the Lua of acquire, renew, release
 # and commit; the elector's deadline and step-down logic and the listener's stale-token
 # handling, through gremlins) and runs each through its package's unit tests and one
-# default chaos run (a second seed if it survives), into reports/mutants.md
+# default chaos run stopped at its first violation (a second seed if it survives), into
+# reports/mutants.md
 # (docs/known-bugs.md). MUTANTS=N runs an even sample of N; PARALLEL mutants at once.
 MUTANTS  ?= 0
 GREMLINS := $(BIN)/gremlins
