@@ -189,9 +189,13 @@ func (l *cmdLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 }
 func (l *cmdLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		l.mu.Lock()
-		l.names = append(l.names, strings.ToLower(cmd.Name()))
-		l.mu.Unlock()
+		// A connection's handshake (HELLO, CLIENT SETINFO) is no step of the election's:
+		// with the pool handing connections out in turn, it comes between any two.
+		if n := strings.ToLower(cmd.Name()); n != "hello" && n != "client" {
+			l.mu.Lock()
+			l.names = append(l.names, n)
+			l.mu.Unlock()
+		}
 		return next(ctx, cmd)
 	}
 }
