@@ -579,17 +579,26 @@ func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error 
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
+	_, err := sleepOr(ctx, t, nil)
+	return err
+}
+
+// sleepOr sleeps until t, until ctx ends (its error), or until stop yields a value (that
+// value). A nil stop never yields.
+func sleepOr(ctx context.Context, t time.Time, stop <-chan string) (string, error) {
 	d := time.Until(t)
 	if d <= 0 {
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 	tm := time.NewTimer(d)
 	defer tm.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return "", ctx.Err()
+	case v := <-stop:
+		return v, nil
 	case <-tm.C:
-		return nil
+		return "", nil
 	}
 }
 

@@ -73,20 +73,12 @@ func (w *watcher) sleepUntil(ctx context.Context, t time.Time) error {
 	if w.first != "" {
 		return errStopped
 	}
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case w.first = <-w.found:
+	f, err := sleepOr(ctx, t, w.found)
+	if f != "" {
+		w.first = f
 		return errStopped
-	case <-tm.C:
-		return nil
 	}
+	return err
 }
 
 // close stops the watcher, waits for its running call, and returns the finding that
