@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -525,16 +526,22 @@ func (r *runner) finish(ctx context.Context, info *history.RunInfo) error {
 // readStore reads the store's final state from Redis, or, in a replicated topology, from
 // the primary the Sentinels agree on once it has settled (none is an error).
 func (r *runner) readStore(ctx context.Context) (*history.Store, error) {
-	addr := r.c.RedisAddr()
+	addr, err := r.storeAddr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ReadStore(ctx, addr, r.cfg.Node.Election)
+}
+
+// storeAddr is the address of the Redis that holds the store: the primary's, when the
+// backend replicates.
+func (r *runner) storeAddr(ctx context.Context) (string, error) {
 	if p, ok := r.c.(interface {
 		PrimaryAddr(context.Context) (string, error)
 	}); ok {
-		var err error
-		if addr, err = p.PrimaryAddr(ctx); err != nil {
-			return nil, err
-		}
+		return p.PrimaryAddr(ctx)
 	}
-	return ReadStore(ctx, addr, r.cfg.Node.Election)
+	return r.c.RedisAddr(), nil
 }
 
 // storeSoFar reads the store while the run goes on, for Config.StopAtViolation; nil
@@ -543,7 +550,18 @@ func (r *runner) storeSoFar(ctx context.Context) *history.Store {
 	if pg, ok := r.c.(interface{ PostgresURL() string }); ok && pg.PostgresURL() != "" {
 		return nil
 	}
-	st, err := r.readStore(ctx)
+	addr, err := r.storeAddr(ctx)
+	if err != nil {
+		return nil
+	}
+	// One plain dial first: while Redis is down (a restart fault) the read would only
+	// fail, after go-redis had logged its five failed dials to the run's stderr.
+	conn, err := (&net.Dialer{Timeout: 250 * time.Millisecond}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil
+	}
+	conn.Close()
+	st, err := ReadStore(ctx, addr, r.cfg.Node.Election)
 	if err != nil {
 		return nil
 	}
