@@ -22,6 +22,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1")
 	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s)")
 	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
+	resume := fs.Bool("resume", false, "take the mutants already decided from OUT/progress.jsonl (a run of the same code cut short) and run only the rest")
 	equivalent := fs.String("equivalent", "experiment/mutants/equivalent.txt", "the survivors argued equivalent: 'ID: why' per line")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -39,7 +40,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	return mutants.Run(ctx, mutants.Config{
 		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Seed: *seed,
-		Duration: *duration, Parallel: *parallel, Equivalent: eq,
+		Duration: *duration, Parallel: *parallel, Equivalent: eq, Resume: *resume,
 		Command: strings.TrimSpace("fenceline mutants " + strings.Join(args, " ")),
 	}, stdout, stderr)
 }

@@ -4,6 +4,7 @@ package mutants
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -242,7 +243,8 @@ func TestReport(t *testing.T) {
 		{Mutant: Mutant{ID: "c"}, Tests: Killed, Harness: Survived, Equivalent: "never reached"},
 		{Mutant: Mutant{ID: "d"}, Tests: NotViable, Harness: NotViable},
 	}
-	rep := report{cfg: Config{Command: "fenceline mutants", Seed: 1, Duration: time.Minute}, total: 4, recs: recs, revision: "r"}
+	rep := report{cfg: Config{Command: "fenceline mutants", Seed: 1, Duration: time.Minute}, total: 4, recs: recs, revision: "r",
+		control: Record{Mutant: control, Tests: Survived, Harness: Survived}}
 	s := rep.summaryText()
 	for _, want := range []string{"killed by the harness: 2 of 2 non-equivalent (100.0 %), median time to the first violation 4s",
 		// c, argued equivalent, is in no numerator: the unit tests kill 1 of the 2 others.
@@ -262,6 +264,24 @@ func TestReport(t *testing.T) {
 	}
 	if strings.Contains(md, `\\`) {
 		t.Errorf("a cell escaped twice:\n%s", md)
+	}
+	if !strings.Contains(md, "unit tests passed, harness valid on seeds 1 and 2") {
+		t.Errorf("report does not say how the control fared:\n%s", md)
+	}
+	// The unmutated code killed: every kill may be a false alarm, and no score stands.
+	for _, ctl := range []Record{
+		{Mutant: control, Tests: Survived, Harness: Killed, Check: "lease-exclusion", At: time.Second, Seed: 2},
+		{Mutant: control, Tests: Killed, Harness: Survived},
+		{Mutant: control, Tests: NotReached, Harness: NotReached},
+	} {
+		bad := rep
+		bad.control = ctl
+		if c := bad.exitCode(); c != exitcode.Unknown {
+			t.Errorf("control %s/%s: exit %d, want 3", ctl.Tests, ctl.Harness, c)
+		}
+		if s := bad.summaryText(); !strings.Contains(s, "control (the unmutated code) FAILED") {
+			t.Errorf("control %s/%s: the summary does not say so:\n%s", ctl.Tests, ctl.Harness, s)
+		}
 	}
 	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "e"}, Tests: Killed, Harness: Undecided})
 	if c := rep.exitCode(); c != exitcode.Unknown {
@@ -301,5 +321,91 @@ func TestCrashed(t *testing.T) {
 	}
 	if crashed(t.TempDir()) {
 		t.Error("no logs: crashed")
+	}
+}
+
+// A run cut short goes on where it stopped: decided records are taken back, one cut short
+// or undecided runs again, and records of other code are refused.
+func TestProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), progressFile)
+	p, done, err := openProgress(path, "code1", false)
+	if err != nil || len(done) != 0 {
+		t.Fatalf("fresh: %v, %d done", err, len(done))
+	}
+	for _, r := range []Record{
+		{Mutant: Mutant{ID: "a"}, Tests: Killed, Harness: Killed, Check: "linearizability", At: time.Second},
+		{Mutant: Mutant{ID: "b"}, Tests: Survived, Harness: Undecided},
+		{Mutant: Mutant{ID: "c"}, Tests: NotViable, Harness: NotViable},
+		{Mutant: Mutant{ID: "d"}, Tests: Killed, Harness: NotReached},
+	} {
+		if err := p.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	// The last line cut short, as a machine lost mid-write leaves it.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	f.WriteString(`{"code":"code1","id":"e","tes`)
+	f.Close()
+
+	p, done, err = openProgress(path, "code1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 2 || done["a"].Check != "linearizability" || done["c"].Harness != NotViable {
+		t.Errorf("resumed %v, want a and c", done)
+	}
+	if err := p.add(Record{Mutant: Mutant{ID: "b"}, Tests: Survived, Harness: Survived}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, done, err = openProgress(path, "code1", true); err != nil || done["b"].Harness != Survived {
+		t.Errorf("after appending b: %v, %v", err, done)
+	}
+	if _, _, err := openProgress(path, "code2", true); err == nil || !strings.Contains(err.Error(), "other code") {
+		t.Errorf("records of other code resumed: %v", err)
+	}
+	// Without --resume the file starts afresh.
+	p, _, err = openProgress(path, "code2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, done, err := openProgress(path, "code2", true); err != nil || len(done) != 0 {
+		t.Errorf("a fresh start kept %v (%v)", done, err)
+	}
+}
+
+// The digest sees a change of code, but not of Markdown or of the survivors' arguments.
+func TestCodeDigest(t *testing.T) {
+	repo := t.TempDir()
+	for _, c := range [][]string{{"init", "-q"}, {"config", "user.email", "t@t"}, {"config", "user.name", "t"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, c...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", c, err, out)
+		}
+	}
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(repo, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.go", "package a\n")
+	write("docs/x.md", "x")
+	write("experiment/mutants/equivalent.txt", "")
+	d0, err := codeDigest(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("docs/x.md", "y")
+	write("experiment/mutants/equivalent.txt", "id: why")
+	if d, _ := codeDigest(repo); d != d0 {
+		t.Error("Markdown or equivalent.txt changed the digest")
+	}
+	write("a.go", "package a // b\n")
+	if d, _ := codeDigest(repo); d == d0 {
+		t.Error("a change of code left the digest as it was")
 	}
 }

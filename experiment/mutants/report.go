@@ -106,6 +106,8 @@ type report struct {
 	cfg      Config
 	total    int // mutants generated
 	recs     []Record
+	control  Record // the unmutated code through both stages
+	resumed  int    // records taken from an earlier run's progress file
 	began    time.Time
 	elapsed  time.Duration
 	revision string
@@ -114,12 +116,46 @@ type report struct {
 func (rep report) exitCode() int {
 	t := count(rep.recs)
 	switch {
+	case !rep.controlPassed():
+		// A kill may be a false alarm: the scores say nothing.
+		return exitcode.Unknown
 	case t.unexplained > 0:
 		return exitcode.Invalid
 	case t.undecided > 0 || t.notRun > 0:
 		return exitcode.Unknown
 	}
 	return exitcode.OK
+}
+
+// controlPassed reports whether the unmutated code passed its unit tests and survived
+// the harness.
+func (rep report) controlPassed() bool {
+	return rep.control.Tests == Survived && rep.control.Harness == Survived
+}
+
+// controlText says how the control fared.
+func (rep report) controlText() string {
+	c := rep.control
+	if rep.controlPassed() {
+		return fmt.Sprintf("control (the unmutated code, beside the first mutants): unit tests passed, harness valid on seeds %d and %d", rep.cfg.Seed, rep.cfg.Seed+1)
+	}
+	s := fmt.Sprintf("control (the unmutated code) FAILED: unit tests %s, harness %s", c.Tests, c.Harness)
+	if c.Harness == Killed {
+		s += fmt.Sprintf(" (%s at %s, seed %d)", c.Check, at(c.At), c.Seed)
+	}
+	if c.Detail != "" {
+		s += "; " + c.Detail
+	}
+	return s + ": any kill of this run may be a false alarm (at this load?), so no score stands"
+}
+
+// slotTime is the sum of the mutants' own wall times.
+func (rep report) slotTime() time.Duration {
+	var d time.Duration
+	for _, r := range rep.recs {
+		d += r.Took
+	}
+	return d
 }
 
 // summaryText is what the command prints.
@@ -132,11 +168,11 @@ func (rep report) summaryText() string {
 	return fmt.Sprintf("mutants: %d generated, %d run; %d not viable, %d undecided, %d not run\n"+
 		"killed by the harness: %d of %d non-equivalent (%s), median time to the first violation %s\n"+
 		"killed by the unit tests: %d (%s); by both %d; by either %d\n"+
-		"survived: %d argued equivalent, %d unexplained\n",
+		"survived: %d argued equivalent, %d unexplained\n%s\n",
 		rep.total, t.run, t.notViable, t.undecided, t.notRun,
 		t.harnessKilled, t.nonEquivalent(), pct(t.harnessKilled, t.nonEquivalent()), median,
 		t.testsKilled, pct(t.testsKilled, t.nonEquivalent()), t.both, t.eitherKilled,
-		t.equivalent, t.unexplained)
+		t.equivalent, t.unexplained, rep.controlText())
 }
 
 // markdown is the report file.
@@ -154,6 +190,12 @@ func (rep report) markdown() string {
 		"Started %s, %s of wall time.\n\n",
 		c.Command, rep.revision, scope, c.Duration, c.Seed, c.Seed+1,
 		rep.began.UTC().Format("2006-01-02 15:04 UTC"), rep.elapsed.Round(time.Second))
+	if rep.resumed > 0 {
+		fmt.Fprintf(&b, "Resumed: %d mutants were decided by an earlier run of the same code (%s), "+
+			"and their wall time is not in the figure above; the mutants' own times (build and both stages, "+
+			"%d at once) add up to %s.\n\n", rep.resumed, progressFile, c.Parallel, rep.slotTime().Round(time.Second))
+	}
+	fmt.Fprintf(&b, "The %s.\n\n", rep.controlText())
 	median := "—"
 	if len(t.times) > 0 {
 		median = checker.Summarize(t.times).P50.Round(100 * time.Millisecond).String()

@@ -98,6 +98,9 @@ type Config struct {
 	Equivalent map[string]string
 	// Command is the command line, for the report's heading.
 	Command string
+	// Resume takes the mutants already decided from Out/progress.jsonl (an earlier run of
+	// the same commit that was interrupted) and runs only the rest.
+	Resume bool
 }
 
 // Outcomes of a stage.
@@ -154,7 +157,14 @@ type Record struct {
 	Detail string `json:"detail,omitempty"`
 	// Equivalent is the argument that the mutant is equivalent, for a survivor.
 	Equivalent string `json:"equivalent,omitempty"`
+	// Took is the mutant's wall time: its build and both stages.
+	Took time.Duration `json:"took_ns,omitempty"`
 }
+
+// control is the unmutated code, run through both stages like a mutant, first, beside
+// the first mutants: the harness must find it valid and the unit tests pass at the
+// load of the run's own parallelism, or every kill of the run may be a false alarm.
+var control = Mutant{ID: "control", File: "election/leadership.go", Package: "./election", Operator: "none"}
 
 // Run generates the mutants, runs them, writes Out/mutants.json and the report, and
 // prints the summary to stdout and progress to stderr. It returns 0 when every mutant
@@ -194,11 +204,40 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	ms := sample(all, cfg.Sample)
+	revision := buildinfo.Read().Commit()
 	recs := make([]Record, len(ms))
 	for i, m := range ms {
 		recs[i] = Record{Mutant: m, Tests: NotReached, Harness: NotReached}
 	}
-	next := make(chan int)
+	code, err := codeDigest(cfg.Repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Usage
+	}
+	progress, resumed, err := openProgress(filepath.Join(out, progressFile), code, cfg.Resume)
+	if err != nil {
+		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+		return exitcode.Usage
+	}
+	defer progress.Close()
+	var todo []int
+	for i, m := range ms {
+		if r, ok := resumed[m.ID]; ok && r.Mutant == m {
+			// The arguments may have been written since.
+			r.Equivalent = ""
+			if r.Harness == Survived {
+				r.Equivalent = cfg.Equivalent[r.ID]
+			}
+			recs[i] = r
+			continue
+		}
+		todo = append(todo, i)
+	}
+	if cfg.Resume {
+		fmt.Fprintf(stderr, "fenceline mutants: %d of %d taken from %s, %d to run\n", len(ms)-len(todo), len(ms), progressFile, len(todo))
+	}
+	ctl := Record{Mutant: control, Tests: NotReached, Harness: NotReached}
+	next := make(chan int) // an index of ms, or -1 for the control
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for w := range cfg.Parallel {
@@ -214,6 +253,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 			}
 			defer os.RemoveAll(copyDir)
 			for i := range next {
+				if i < 0 {
+					r := runMutant(ctx, cfg, out, copyDir, control)
+					mu.Lock()
+					ctl = r
+					fmt.Fprintf(stderr, "fenceline mutants: %s\n", report{cfg: cfg, control: r}.controlText())
+					mu.Unlock()
+					continue
+				}
 				r := runMutant(ctx, cfg, out, copyDir, ms[i])
 				if r.Harness == Survived {
 					r.Equivalent = cfg.Equivalent[r.ID]
@@ -221,11 +268,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 				mu.Lock()
 				recs[i] = r
 				fmt.Fprintf(stderr, "fenceline mutants: [%d/%d] %s: %s\n", i+1, len(ms), r.ID, r.line())
+				if err := progress.add(r); err != nil {
+					fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
+				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for i := range ms {
+	for _, i := range append([]int{-1}, todo...) {
 		if ctx.Err() != nil {
 			break
 		}
@@ -235,7 +285,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	wg.Wait()
 	os.RemoveAll(filepath.Join(out, "work"))
 
-	rep := report{cfg: cfg, total: len(all), recs: recs, began: began, elapsed: time.Since(began), revision: buildinfo.Read().Commit()}
+	rep := report{cfg: cfg, total: len(all), recs: recs, control: ctl, resumed: len(ms) - len(todo),
+		began: began, elapsed: time.Since(began), revision: revision}
 	md := rep.markdown()
 	fmt.Fprint(stdout, rep.summaryText())
 	if err := os.WriteFile(cfg.Report, []byte(md), 0o644); err != nil {
@@ -278,8 +329,10 @@ func unknownEquivalents(ms []Mutant, eq map[string]string) []string {
 }
 
 // runMutant applies m in copyDir, runs its two stages and restores the file.
-func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) Record {
-	r := Record{Mutant: m, Tests: NotReached, Harness: NotReached}
+func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (r Record) {
+	began := time.Now()
+	r = Record{Mutant: m, Tests: NotReached, Harness: NotReached}
+	defer func() { r.Took = time.Since(began) }()
 	path := filepath.Join(copyDir, m.File)
 	orig, err := os.ReadFile(path)
 	if err == nil {
@@ -417,19 +470,30 @@ func firstLine(s string) string {
 	return l
 }
 
-// copyTree copies the module at repo (its tracked and untracked, not ignored, files)
-// into dst.
-func copyTree(repo, dst string) error {
+// moduleFiles lists the module at repo's tracked and untracked, not ignored, files.
+func moduleFiles(repo string) ([]string, error) {
 	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	ls.Dir = repo
 	b, err := ls.Output()
 	if err != nil {
-		return fmt.Errorf("mutants: git ls-files in %s: %w", repo, err)
+		return nil, fmt.Errorf("mutants: git ls-files in %s: %w", repo, err)
 	}
+	var out []string
 	for _, f := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
-		if f == "" {
-			continue
+		if f != "" {
+			out = append(out, f)
 		}
+	}
+	return out, nil
+}
+
+// copyTree copies the module at repo (moduleFiles) into dst.
+func copyTree(repo, dst string) error {
+	files, err := moduleFiles(repo)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
 		src := filepath.Join(repo, f)
 		st, err := os.Lstat(src)
 		if errors.Is(err, os.ErrNotExist) {

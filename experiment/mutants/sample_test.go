@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +33,8 @@ func gremlinsBin(t *testing.T) string {
 // TestSampleOfThree is `make mutants MUTANTS=3` made short: the whole pipeline on three
 // mutants spread over the list (generation by the Lua generator and gremlins, a copy of
 // the module, the unit tests, a chaos run of 15 s by the mutant's nodes, of kills and Redis
-// restarts only: the probes of every fault would add a minute), and every
-// mutant decided.
+// restarts only: the probes of every fault would add a minute), every mutant decided,
+// and the control (the unmutated code, in a fourth slot) passed.
 func TestSampleOfThree(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -42,7 +43,7 @@ func TestSampleOfThree(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), Config{Repo: repo, Out: out, Gremlins: gremlinsBin(t), Sample: 3, Seed: 1,
-		Duration: 15 * time.Second, Nemesis: "kill,redis-restart", Parallel: 3, Command: "test"}, &stdout, &stderr)
+		Duration: 15 * time.Second, Nemesis: "kill,redis-restart", Parallel: 4, Command: "test"}, &stdout, &stderr)
 	t.Logf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	b, err := os.ReadFile(filepath.Join(out, "mutants.json"))
 	if err != nil {
@@ -64,6 +65,12 @@ func TestSampleOfThree(t *testing.T) {
 		if r.Harness == Killed && r.Check == "" {
 			t.Errorf("%s: killed by the harness, but by no check", r.ID)
 		}
+	}
+	if !strings.Contains(stdout.String(), "control (the unmutated code, beside the first mutants): unit tests passed, harness valid") {
+		t.Errorf("the control did not pass")
+	}
+	if b, err := os.ReadFile(filepath.Join(out, progressFile)); err != nil || bytes.Count(b, []byte("\n")) != 3 {
+		t.Errorf("%s: want a line for each of the 3 mutants: %v\n%s", progressFile, err, b)
 	}
 	if _, err := os.Stat(filepath.Join(out, "work")); !os.IsNotExist(err) {
 		t.Errorf("the copies of the module are left in %s", out)
