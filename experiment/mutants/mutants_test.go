@@ -3,6 +3,7 @@
 package mutants
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,5 +408,33 @@ func TestCodeDigest(t *testing.T) {
 	write("a.go", "package a // b\n")
 	if d, _ := codeDigest(repo); d == d0 {
 		t.Error("a change of code left the digest as it was")
+	}
+}
+
+// The unit-test stage: tests that pass survive; tests that fail, hang past the timeout
+// or do not compile kill. Only the test binary's run is timed, not its build.
+func TestUnitTests(t *testing.T) {
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod":              "module m\n\ngo 1.22\n",
+		"pass/p_test.go":      "package p\nimport \"testing\"\nfunc TestP(t *testing.T) {}\n",
+		"fail/p_test.go":      "package p\nimport \"testing\"\nfunc TestP(t *testing.T) { t.Fatal(\"no\") }\n",
+		"hang/p_test.go":      "package p\nimport (\"testing\"; \"time\")\nfunc TestP(t *testing.T) { time.Sleep(time.Hour) }\n",
+		"nocompile/p_test.go": "package p\nimport \"testing\"\nfunc TestP(t *testing.T) { undefined() }\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{TestTimeout: 2 * time.Second}
+	for pkg, want := range map[string]string{"./pass": Survived, "./fail": Killed, "./hang": Killed, "./nocompile": Killed} {
+		if got, detail := unitTests(context.Background(), cfg, mod, pkg); got != want {
+			t.Errorf("%s: %s (%s), want %s", pkg, got, detail, want)
+		}
 	}
 }

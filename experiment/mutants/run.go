@@ -362,23 +362,7 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 	var tests, testDetail string
 	go func() {
 		defer close(testDone)
-		// A backstop past go test's own timeout, for a test binary that does not exit.
-		tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout+time.Minute)
-		defer cancel()
-		t := exec.CommandContext(tctx, "go", "test", "-tags", "chaos,failpoints", "-count=1",
-			"-timeout", cfg.TestTimeout.String(), m.Package)
-		t.Dir, t.Env = copyDir, append(os.Environ(), "GOFLAGS=-buildvcs=false")
-		err := t.Run()
-		switch {
-		case err == nil:
-			tests = Survived
-		case ctx.Err() != nil:
-			tests = NotReached
-		case tctx.Err() != nil:
-			tests, testDetail = Undecided, fmt.Sprintf("unit tests: go test did not exit within %v", cfg.TestTimeout+time.Minute)
-		default:
-			tests = Killed
-		}
+		tests, testDetail = unitTests(ctx, cfg, copyDir, m.Package)
 	}()
 	for _, seed := range []int64{cfg.Seed, cfg.Seed + 1} {
 		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed)
@@ -405,6 +389,37 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 		r.Detail = strings.TrimPrefix(r.Detail+"; "+testDetail, "; ")
 	}
 	return r
+}
+
+// unitTests runs the unit tests of pkg in copyDir. The test binary is built first and
+// then run, so that only the run is timed: eight mutants building at once on two cores
+// took more than a minute to compile the election tests, and a backstop that counted it
+// left mutants undecided whose tests had hung for the whole -timeout.
+func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, detail string) {
+	bin := filepath.Join(copyDir, "bin", "unit.test")
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "chaos,failpoints", "-o", bin, pkg)
+	build.Dir, build.Env = copyDir, append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if b, err := build.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return NotReached, ""
+		}
+		return Killed, "unit tests do not compile: " + tail(b, 200)
+	}
+	// A backstop past the binary's own timeout (it panics then), for one that does not exit.
+	tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout+time.Minute)
+	defer cancel()
+	t := exec.CommandContext(tctx, bin, "-test.count=1", "-test.timeout="+cfg.TestTimeout.String())
+	t.Dir = filepath.Join(copyDir, pkg) // where go test runs a package's tests
+	err := t.Run()
+	switch {
+	case err == nil:
+		return Survived, ""
+	case ctx.Err() != nil:
+		return NotReached, ""
+	case tctx.Err() != nil:
+		return Undecided, fmt.Sprintf("unit tests: the test binary did not exit within %v", cfg.TestTimeout+time.Minute)
+	}
+	return Killed, ""
 }
 
 // chaosStage runs one default chaos run of the mutant's binary with seed: what `make
