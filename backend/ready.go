@@ -73,11 +73,17 @@ func WaitReady(ctx context.Context, what string, timeout time.Duration, exited <
 			if ctx.Err() != nil {
 				return fmt.Errorf("cluster: waiting for %s: %w", what, ctx.Err())
 			}
-			return fmt.Errorf("cluster: %s did not answer within %v: %v", what, timeout, err)
+			return fmt.Errorf("cluster: %s did not answer within %v: %w", what, timeout, err)
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
+
+// UnhealthyError is ProbeHTTP's error when the server answered, but not 200: a node that
+// is up and says it is not ready (its /health body gives the reason).
+type UnhealthyError struct{ URL, Status string }
+
+func (e *UnhealthyError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
 
 // ProbeHTTP answers nil when GET url answers 200 within a second.
 func ProbeHTTP(ctx context.Context, url string) error {
@@ -94,7 +100,7 @@ func ProbeHTTP(ctx context.Context, url string) error {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		return &UnhealthyError{URL: url, Status: resp.Status}
 	}
 	return nil
 }

@@ -286,7 +286,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	})
 	if err != nil {
 		// The backend removed what it had started; c may be a typed nil.
-		return fmt.Errorf("%w: start: %v", ErrIncomplete, err)
+		return fmt.Errorf("%w: start: %w", ErrIncomplete, err)
 	}
 	r.c = c
 	r.mon = newMonitor(r)

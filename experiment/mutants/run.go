@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/experiment/matrix"
@@ -115,6 +116,11 @@ const (
 // NoProgress is the check that kills a mutant whose nodes commit nothing in the
 // harness's fault-free warm-up (harness.ErrNoProgress).
 const NoProgress = "no-progress"
+
+// Unhealthy is the check that kills a mutant whose node, up and answering, reports
+// itself unhealthy through the whole start (its elector's Check failing: every acquire
+// refused, say), where a user's chaos run is only incomplete.
+const Unhealthy = "unhealthy"
 
 // Crash is the check that kills a mutant whose node panicked: a Go panic or fatal error
 // in a node's log. The unmutated design never does on the same settings, and a run
@@ -456,6 +462,12 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		// commits nothing in 30 s without a fault broke liveness. Untimed: the chaos
 		// phase never began.
 		return Killed, NoProgress, -1, dir, ""
+	}
+	if unhealthy := (*backend.UnhealthyError)(nil); errors.As(r.Outcome.RunErr, &unhealthy) {
+		// A node up and answering, but unhealthy for the whole start (15 s): the
+		// unmutated design's nodes answer 200 within a second (the control), so the
+		// mutant broke liveness, as NoProgress says. Untimed: no chaos phase.
+		return Killed, Unhealthy, -1, dir, ""
 	}
 	if r.Verdict() != checker.Invalid && dir != "" && crashed(dir) {
 		return Killed, Crash, -1, dir, ""
