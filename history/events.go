@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // Events is a sequence of events held compactly: a long run's two million events take
@@ -136,7 +137,22 @@ func Pack(evs []Event) Events {
 }
 
 // Len returns the number of events.
-func (h Events) Len() int { return len(h.rows) }
+func (h Events) Len() int {
+	if h.order != nil {
+		return len(h.order)
+	}
+	return len(h.rows)
+}
+
+// Until returns the events at or before time t, h being in time order (SortByTime): a
+// view of the same rows.
+func (h Events) Until(t int64) Events {
+	n := sort.Search(h.Len(), func(i int) bool { return h.row(i).time > t })
+	if h.order != nil {
+		return Events{rows: h.rows, order: h.order[:n:n], ids: h.ids, strs: h.strs, wide: h.wide}
+	}
+	return Events{rows: h.rows[:n:n], ids: h.ids, strs: h.strs, wide: h.wide}
+}
 
 // row returns the i-th event's row.
 func (h Events) row(i int) *row {

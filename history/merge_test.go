@@ -121,3 +121,28 @@ func FuzzParseInts(f *testing.F) {
 		}
 	})
 }
+
+// Until keeps the events at or before a time, in a packed history and in a sorted view of
+// one alike.
+func TestUntil(t *testing.T) {
+	ev := func(id string, at int64) Event {
+		return Event{ID: id, Type: Invoke, Kind: KindLoad, Node: "n1", Time: at}
+	}
+	sorted := Pack([]Event{ev("a", 1), ev("b", 2), ev("c", 2), ev("d", 5)})
+	view := Pack([]Event{ev("d", 5), ev("b", 2), ev("a", 1), ev("c", 2)}).SortByTime()
+	for name, h := range map[string]Events{"packed": sorted, "sorted view": view} {
+		for _, c := range []struct {
+			t    int64
+			want string
+		}{{0, ""}, {1, "a"}, {2, "abc"}, {4, "abc"}, {9, "abcd"}} {
+			got := ""
+			u := h.Until(c.t)
+			for i := range u.Len() {
+				got += u.At(i).ID
+			}
+			if got != c.want {
+				t.Errorf("%s: Until(%d) = %q, want %q", name, c.t, got, c.want)
+			}
+		}
+	}
+}

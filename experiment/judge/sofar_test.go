@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/history"
 )
@@ -76,5 +77,58 @@ func TestSoFar(t *testing.T) {
 	}
 	if got := SoFar(ctx, t.TempDir(), nil); got != "" {
 		t.Errorf("empty directory: %q, want nothing", got)
+	}
+}
+
+// TestSoFarReadsAConsistentCut: the nodes' files are read one after another while the
+// nodes write on, so a file read late can hold a commit refused as stale whose cause,
+// a newer leader's commit, the file read earlier does not yet hold. Events stamped after
+// the check began are left out: without the cut this prefix is a linearizability
+// violation (a false alarm of the reference, seen eight mutants at once on two cores).
+func TestSoFarReadsAConsistentCut(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	t0 := now.Add(-10 * time.Second).UnixNano()
+	at := func(s float64) int64 { return t0 + int64(s*1e9) }
+	info := history.RunInfo{Seed: 1, Nodes: []string{"n1", "n2"}, Workload: "listener", LeaseTTL: 2 * time.Second,
+		Duration: time.Minute, Start: t0, Persistence: true, Election: "fenceline"}
+	if err := history.WriteJSON(filepath.Join(dir, history.RunInfoFile), info); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "faults.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, history.ScheduleFile), []byte("[]"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "history"), 0o755)
+	files := map[string][]history.Event{
+		"n1": {
+			{ID: "n1/a/1", Type: history.Invoke, Kind: history.KindAcquire, Node: "n1", Time: at(0.10)},
+			{ID: "n1/a/1", Type: history.OK, Kind: history.KindAcquire, Node: "n1", Time: at(0.11), Token: 1},
+			{ID: "n1/c/1", Type: history.Invoke, Kind: history.KindLoad, Node: "n1", Time: at(0.20)},
+			{ID: "n1/c/1", Type: history.OK, Kind: history.KindLoad, Node: "n1", Time: at(0.21)},
+			{ID: "n1/c/2", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Time: at(0.30), Token: 1, From: 0, To: 10, Events: 10},
+			{ID: "n1/c/2", Type: history.OK, Kind: history.KindCommit, Node: "n1", Time: at(0.31), Token: 1, From: 0, To: 10, Events: 10},
+			// A late commit, refused because n2 committed under token 2 while the check
+			// read n2's file first: its answer is stamped after the check began.
+			{ID: "n1/c/3", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Time: at(9.0), Token: 1, From: 10, To: 20, Events: 10},
+			{ID: "n1/c/3", Type: history.Fail, Kind: history.KindCommit, Node: "n1", Time: now.Add(time.Second).UnixNano(), Token: 1, From: 10, To: 20, Events: 10, Error: history.ErrStaleToken},
+		},
+		"n2": {
+			{ID: "n2/a/1", Type: history.Invoke, Kind: history.KindAcquire, Node: "n2", Time: at(8.0)},
+			{ID: "n2/a/1", Type: history.OK, Kind: history.KindAcquire, Node: "n2", Time: at(8.01), Token: 2},
+			{ID: "n2/c/1", Type: history.Invoke, Kind: history.KindLoad, Node: "n2", Time: at(8.1)},
+			{ID: "n2/c/1", Type: history.OK, Kind: history.KindLoad, Node: "n2", Time: at(8.11), Token: 1, Cursor: 10},
+		},
+	}
+	for node, evs := range files {
+		var b []byte
+		for _, e := range evs {
+			line, _ := json.Marshal(e)
+			b = append(append(b, line...), '\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, "history", node+".jsonl"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := SoFar(context.Background(), dir, nil); got != "" {
+		t.Errorf("a prefix read across a leader change: %q, want nothing", got)
 	}
 }
