@@ -432,9 +432,13 @@ func TestUnitTests(t *testing.T) {
 		}
 	}
 	cfg := Config{TestTimeout: 2 * time.Second}
-	for pkg, want := range map[string]string{"./pass": Survived, "./fail": Killed, "./hang": Killed, "./nocompile": Killed} {
-		if got, detail := unitTests(context.Background(), cfg, mod, pkg); got != want {
-			t.Errorf("%s: %s (%s), want %s", pkg, got, detail, want)
+	for _, c := range []struct{ pkg, want, detail string }{
+		{"./pass", Survived, ""}, {"./fail", Killed, "unit tests: TestP"}, {"./hang", Killed, "unit tests: timed out"},
+		{"./nocompile", Killed, "unit tests do not compile"},
+	} {
+		got, detail := unitTests(context.Background(), cfg, mod, c.pkg)
+		if got != c.want || !strings.HasPrefix(detail, c.detail) {
+			t.Errorf("%s: %s (%q), want %s (%q)", c.pkg, got, detail, c.want, c.detail)
 		}
 	}
 }

@@ -416,7 +416,7 @@ func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, d
 	defer cancel()
 	t := exec.CommandContext(tctx, bin, "-test.count=1", "-test.timeout="+cfg.TestTimeout.String())
 	t.Dir = filepath.Join(copyDir, pkg) // where go test runs a package's tests
-	err := t.Run()
+	output, err := t.CombinedOutput()
 	switch {
 	case err == nil:
 		return Survived, ""
@@ -425,7 +425,26 @@ func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, d
 	case tctx.Err() != nil:
 		return Undecided, fmt.Sprintf("unit tests: the test binary did not exit within %v", cfg.TestTimeout+time.Minute)
 	}
-	return Killed, ""
+	return Killed, failedTests(output)
+}
+
+// failedTests names the tests that failed in go test's output ("unit tests: TestA,
+// TestB"), or says it panicked (its timeout), so that a kill can be checked.
+func failedTests(output []byte) string {
+	var names []string
+	for line := range strings.Lines(string(output)) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			names = append(names, name)
+		}
+	}
+	switch {
+	case len(names) > 0:
+		return "unit tests: " + strings.Join(names, ", ")
+	case bytes.Contains(output, []byte("panic: test timed out")):
+		return "unit tests: timed out"
+	}
+	return "unit tests: " + tail(output, 120)
 }
 
 // chaosStage runs one default chaos run of the mutant's binary with seed: what `make
