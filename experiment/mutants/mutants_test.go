@@ -442,3 +442,43 @@ func TestUnitTests(t *testing.T) {
 		}
 	}
 }
+
+// Every Lua mutant argued in equivalent.txt is still generated: an argument whose
+// mutant moved (its script edited) must be made again. (`fenceline mutants` refuses
+// such a file too, but only after gremlins' dry run of minutes.)
+func TestEquivalentLuaIDs(t *testing.T) {
+	eq, err := ReadEquivalentFile("equivalent.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []Mutant
+	scripts := map[string]bool{}
+	for _, s := range LuaScope {
+		src, err := os.ReadFile(filepath.Join("../..", s.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := LuaScripts(s.File, src, s.Scripts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ms...)
+		for _, name := range s.Scripts {
+			scripts[name] = true
+		}
+	}
+	lua := 0
+	for _, id := range unknownEquivalents(all, eq) {
+		if name, _, _ := strings.Cut(id, ":"); scripts[name] {
+			t.Errorf("equivalent.txt argues %s, which is no longer generated", id)
+		}
+	}
+	for id := range eq {
+		if name, _, _ := strings.Cut(id, ":"); scripts[name] {
+			lua++
+		}
+	}
+	if lua == 0 {
+		t.Error("no Lua mutant argued: is equivalent.txt read?")
+	}
+}
