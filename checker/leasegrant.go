@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/fenceline/fenceline/history"
 )
@@ -23,10 +25,34 @@ import (
 // takeover of that term on disconnect, and a Redis fault that loses or rolls back data
 // (a restart without persistence, a failover or switchover of a replicated Redis).
 //
+// The same premise judges the lock's answers to its holder: a renewal or release of
+// term t1 that Redis answered "not ours" (fail), returning before c + LeaseTTL of a
+// grant of t1 sent at c, was refused while the lease was still t1's, with the same
+// excuses (and an earlier release of t1 of unknown outcome). A lock that forgets its
+// holder early lets a newer term in as surely as one granted twice, and a release
+// recorded as refused that did delete the lock leaves the history with no release to
+// excuse the next grant: both are bugs of the lock, whatever the nodes believed.
+//
 // lease-exclusion sees a twice-granted lock only when the older holder goes on
 // believing long enough; a fence rejects that holder's next write within a poll, often
 // within the drift margin lease-exclusion tolerates. This check sees the grant itself.
 const CheckLeaseGrant = "lease-grant"
+
+// grant is a successful acquire or renewal of a term: it keeps the lock the term's
+// until at least call + LeaseTTL.
+type grant struct {
+	node      int32
+	token     int64
+	call, ret int64
+	acquire   bool
+}
+
+func grantWhat(g grant) string {
+	if g.acquire {
+		return "acquire"
+	}
+	return "renewal"
+}
 
 // dataLossFault reports whether a fault of kind can lose or roll back Redis's writes,
 // and with them the record of who holds the lock: a restart without persistence (a
@@ -66,12 +92,6 @@ func leaseGrant(p *parsed) CheckResult {
 	// live holder is taken up to a lease less a renew interval early: seconds, not
 	// milliseconds.
 	tolerance := ttl / driftDivisor
-	type grant struct {
-		node      int32
-		token     int64
-		call, ret int64
-		acquire   bool
-	}
 	var grants []grant // by call
 	for _, e := range p.el {
 		if e.typ == history.OK && e.token > 0 && (e.kind == history.KindAcquire || e.kind == history.KindRenew) {
@@ -129,23 +149,76 @@ func leaseGrant(p *parsed) CheckResult {
 			if g.token >= a.token || a.ret >= g.call+int64(ttl)-int64(tolerance) || excused(g, a) {
 				continue
 			}
-			what := "renewal"
-			if g.acquire {
-				what = "acquire"
-			}
 			bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
 				"%s's acquire of token %d (sent %s) returned at %s, while the lease of token %d was %s's: its %s sent at %s (answered at %s) kept it until %s at the earliest; no release of that term, takeover of it or Redis fault that loses data came between",
-				p.nodes[a.node], a.token, p.t(a.call), p.t(a.ret), g.token, p.nodes[g.node], what, p.t(g.call), p.t(g.ret), p.t(g.call+int64(ttl)))})
+				p.nodes[a.node], a.token, p.t(a.call), p.t(a.ret), g.token, p.nodes[g.node], grantWhat(g), p.t(g.call), p.t(g.ret), p.t(g.call+int64(ttl)))})
 			break // one finding per acquire: its earliest conflict
 		}
 	}
-	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(len(bad))}
+	twice := len(bad)
+	refusals, refused := 0, 0
+	takenOver := map[string]bool{}
+	for _, from := range p.takeovers {
+		takenOver[from] = true
+	}
+	latest := map[termKey]grant{} // the latest grant of each term so far, by call
+	for _, e := range p.el {
+		k := termKey{e.node, e.token}
+		if e.typ == history.OK && e.token > 0 && (e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+			latest[k] = grant{e.node, e.token, e.call, e.ret, e.kind == history.KindAcquire}
+			continue
+		}
+		if e.typ != history.Fail || e.token <= 0 || (e.kind != history.KindRenew && e.kind != history.KindRelease) {
+			continue
+		}
+		refusals++
+		// A term's requests never overlap, so its grants sent before this request (p.el
+		// is in the order of invocation) returned before it was sent.
+		g, ok := latest[k]
+		if !ok || e.ret >= g.call+int64(ttl)-int64(tolerance) ||
+			takenOver[p.nodes[e.node]+":"+strconv.FormatInt(e.token, 10)] || refusalExcused(p, losses, released, g, e.call, e.ret, ttl) {
+			continue
+		}
+		refused++
+		bad = append(bad, finding{at: e.ret, what: fmt.Sprintf(
+			"%s's %s of token %d (sent %s) was refused as not its own at %s, while the lease was still its own: its %s sent at %s (answered at %s) kept it until %s at the earliest; no release of that term, takeover of it or Redis fault that loses data came between",
+			p.nodes[e.node], e.kind, e.token, p.t(e.call), p.t(e.ret), grantWhat(g), p.t(g.call), p.t(g.ret), p.t(g.call+int64(ttl)))})
+	}
+	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
+	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(twice),
+		"refusals": int64(refusals), "refused_in_lease": int64(refused)}
 	if len(bad) == 0 {
-		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis (tolerance %v)", checked, tolerance)
+		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis; %d renewals and releases refused, none while the lease was still the holder's (tolerance %v)", checked, refusals, tolerance)
 		return cr
 	}
 	cr.Verdict = Invalid
-	cr.Message = fmt.Sprintf("%d of %d acquires returned while an older term's lease still ran in Redis: the lock was granted twice", len(bad), checked)
+	var parts []string
+	if twice > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d acquires returned while an older term's lease still ran in Redis: the lock was granted twice", twice, checked))
+	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d refused renewals and releases were refused while the lease was still the holder's", refused, refusals))
+	}
+	cr.Message = strings.Join(parts, "; ")
 	cr.setOffending(bad, 5, 0)
 	return cr
+}
+
+// refusalExcused reports whether a refusal of a term's request (sent at call, returned
+// at ret) after its grant g is explained by design: the term's own release sent
+// earlier (released), or a Redis fault that loses data between the two.
+func refusalExcused(p *parsed, losses []*fault, released map[termKey]int64, g grant, call, ret int64, ttl time.Duration) bool {
+	if t, ok := released[termKey{g.node, g.token}]; ok && t < call {
+		return true
+	}
+	for _, f := range losses {
+		healed := f.heal
+		if healed == 0 {
+			healed = p.runEnd()
+		}
+		if f.inject <= ret && g.call <= healed+int64(ttl) {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/history"
 )
 
 // grantRun: n1 acquires and renews; after gap from its renewal, n2 acquires (through
@@ -152,5 +154,75 @@ func TestLeaseGrantCounterReset(t *testing.T) {
 		if cr := res.Check(CheckLeaseGrant); cr.Verdict != c.want {
 			t.Errorf("%s: %s, want %s: %s %q", c.fault, cr.Verdict, c.want, cr.Message, cr.Offending)
 		}
+	}
+}
+
+// TestLeaseGrantRefusal: a renewal or release of a term answered "not ours" while the
+// term's lease still ran in Redis is the lock forgetting its holder. The release case is
+// the release script's `return 1` made 0 or 2 (a mutant the harness let survive before
+// this check): the lock is deleted, the release recorded as refused.
+func TestLeaseGrantRefusal(t *testing.T) {
+	ttl := 2 * time.Second
+	refuse := func(s *sim, kind history.Kind, tok int64) {
+		i := s.invoke(0, kind, history.Event{Token: tok})
+		s.adv(s.lat())
+		s.complete(i, history.Fail, history.Event{Token: tok, Error: "not-held"})
+	}
+	for _, c := range []struct {
+		name   string
+		gap    time.Duration
+		kind   history.Kind
+		before func(s *sim, tok int64)
+		want   Verdict
+	}{
+		{"release refused within the lease", ttl / 2, history.KindRelease, nil, Invalid},
+		{"renewal refused within the lease", ttl / 2, history.KindRenew, nil, Invalid},
+		{"renewal refused after the lease ran out", ttl + time.Millisecond, history.KindRenew, nil, Valid},
+		{"release refused within the tolerance", ttl - ttl/40, history.KindRelease, nil, Valid},
+		{"release refused after a restart without persistence", ttl / 2, history.KindRelease, func(s *sim, _ int64) {
+			id := s.injectFault("redis-restart-volatile", "redis")
+			s.adv(200 * time.Millisecond)
+			s.healFault(id)
+		}, Valid},
+		{"release refused after a persistent restart", ttl / 2, history.KindRelease, func(s *sim, _ int64) {
+			id := s.injectFault("redis-restart", "redis")
+			s.adv(200 * time.Millisecond)
+			s.healFault(id)
+		}, Invalid},
+		// A release of unknown outcome may have deleted the lock.
+		{"renewal refused after a release of unknown outcome", ttl / 2, history.KindRenew, func(s *sim, tok int64) {
+			s.invoke(0, history.KindRelease, history.Event{Token: tok})
+			s.adv(10 * time.Millisecond)
+		}, Valid},
+		{"release refused after a takeover of the term", ttl / 2, history.KindRelease, func(s *sim, _ int64) {
+			s.leader, s.token = 1, s.acquireTakeover(1, "n1:1")
+		}, Valid},
+		// A pause of n1 excuses nothing: Redis's expiry is not n1's.
+		{"renewal refused within the lease during a pause", ttl / 2, history.KindRenew, func(s *sim, _ int64) {
+			s.injectFault("pause", "n1")
+		}, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.renew(0, tok)
+			renewed := s.now
+			if c.before != nil {
+				c.before(s, tok)
+			}
+			s.now = max(s.now, renewed+int64(c.gap))
+			refuse(s, c.kind, tok)
+			res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := res.Check(CheckLeaseGrant)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "refused as not its own") || cr.FirstViolation == 0) {
+				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
+			}
+		})
 	}
 }
