@@ -303,3 +303,41 @@ func TestMalformedAcquire(t *testing.T) {
 		}
 	}
 }
+
+// An acquire refused for want of the node's own presence is a reply the acquire script
+// gives only when asked for presence, with takeover on disconnect: in a run without it,
+// it is outside the protocol (the script's `return {0, holder, pttl}` made -1, a mutant
+// that makes every refused acquire one, which the harness let survive before). A plain
+// refusal is not.
+func TestNotPresentAcquire(t *testing.T) {
+	for _, c := range []struct {
+		err      string
+		takeover bool
+		want     Verdict
+	}{
+		{history.ErrNotPresent, false, Invalid},
+		{history.ErrNotPresent, true, Valid},
+		{history.ErrNotHeld, false, Valid},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		tok := s.acquire(0)
+		s.token = tok
+		s.cursor, _ = s.load(0)
+		s.some(5)
+		i := s.invoke(1, history.KindAcquire, history.Event{})
+		s.adv(time.Millisecond)
+		s.complete(i, history.Fail, history.Event{Error: c.err})
+		s.renew(0, tok)
+		run := s.end()
+		run.Info.TakeoverOnDisconnect = c.takeover
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckUniqueTokens}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Check(CheckUniqueTokens); got.Verdict != c.want {
+			t.Errorf("%q, takeover %v: unique-tokens %s (%s), want %s", c.err, c.takeover, got.Verdict, got.Message, c.want)
+		} else if c.want == Invalid && !strings.Contains(strings.Join(got.Offending, "\n"), "n2's acquire") {
+			t.Errorf("offending %q does not name n2's acquire", got.Offending)
+		}
+	}
+}

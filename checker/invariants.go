@@ -146,7 +146,7 @@ func uniqueTokens(p *parsed, opts Options) CheckResult {
 	}
 	if len(bad) > 0 {
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, an acquire answered with no valid token, or an accepted commit under a token its node did not acquire", len(bad))
+		cr.Message = fmt.Sprintf("%d violations: a token acquired twice, an acquire answered outside the protocol, or an accepted commit under a token its node did not acquire", len(bad))
 		cr.setOffending(bad, maxOffending, p.runEnd())
 	} else {
 		cr.Message = fmt.Sprintf("%d tokens acquired, each once; all %d accepted commits carry a token their node acquired", len(owners), checked)

@@ -71,7 +71,7 @@ type elOp struct {
 	typ       history.Type // completion type; Info if there was none
 	token     int64
 	ev        int32
-	malformed string // the error of an info completion that says the server broke its protocol
+	malformed string // why the reply broke its protocol: a malformed reply, or a refusal the run did not ask for
 }
 
 type stepDown struct {
@@ -238,6 +238,11 @@ func parse(run *history.Run) (*parsed, error) {
 			l.ret, l.typ = e.Time, e.Type
 			if e.Type == history.Info && strings.HasPrefix(e.Error, history.ErrMalformedReply) {
 				l.malformed = e.Error
+			}
+			if e.Type == history.Fail && e.Kind == history.KindAcquire && e.Error == history.ErrNotPresent && !p.run.Info.TakeoverOnDisconnect {
+				// The acquire script answers so only when asked to require the node's
+				// presence, which only takeover on disconnect does.
+				l.malformed = history.ErrNotPresent + " in a run without takeover on disconnect"
 			}
 			if e.Token != 0 {
 				l.token = e.Token

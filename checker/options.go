@@ -17,7 +17,8 @@ const (
 	// than one it had already accepted.
 	CheckStaleWrite = "no-stale-write"
 	// CheckUniqueTokens checks that each token was acquired once, by one node, that no
-	// acquire was answered with a malformed token (history.ErrMalformedReply), and that
+	// acquire was answered with a malformed token (history.ErrMalformedReply) or refused for
+	// want of a presence the run did not ask for (history.ErrNotPresent), and that
 	// every accepted commit carries a token its node acquired.
 	CheckUniqueTokens = "unique-tokens"
 	// CheckExactlyOnce checks that the sink holds events InitialCursor+1..Store.Cursor,

@@ -52,6 +52,9 @@ const (
 	ErrStaleToken     = "stale-token"     // commit rejected: token below the highest accepted
 	ErrCursorConflict = "cursor-conflict" // commit rejected: cursor moved since it was read
 	ErrNotHeld        = "not-held"        // acquire: lease held by another; renew/release: not ours any more
+	// ErrNotPresent: an acquire refused because the node's own presence was not yet
+	// visible in Redis, which only an election with takeover on disconnect asks for.
+	ErrNotPresent = "not-present"
 	// ErrMalformedReply begins the error of an info election operation whose server
 	// answered, but not as the protocol allows (a reply of the wrong shape, a token that
 	// is not an integer): no fault makes that, a bug of the server's side does.

@@ -45,6 +45,9 @@ func (r electionRecorder) Invoke(op election.Op, token int64) func(election.Resu
 			r.health.answered()
 		case election.Fail:
 			ev.Type, ev.Error = history.Fail, history.ErrNotHeld
+			if errors.Is(res.Err, election.ErrNotPresent) {
+				ev.Error = history.ErrNotPresent
+			}
 			r.health.answered()
 		default:
 			ev.Type = history.Info

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/fenceline/fenceline/election"
@@ -68,5 +69,29 @@ func TestElectionRecorderMalformedReply(t *testing.T) {
 	}
 	if evs[3].Error != "i/o timeout" {
 		t.Errorf("lost reply recorded with error %q", evs[3].Error)
+	}
+}
+
+// A refused election step is recorded fail with not-held, and an acquire refused for
+// want of the node's own presence with not-present: the checker holds that refusal to
+// runs with takeover on disconnect, the only ones that ask for it.
+func TestElectionRecorderRefusals(t *testing.T) {
+	var buf bytes.Buffer
+	r := newElectionRecorder(history.NewRecorder(&buf), "n1", nil)
+	r.Invoke(election.OpAcquire, 0)(election.Result{Outcome: election.Fail, Err: election.ErrLeaseHeld})
+	r.Invoke(election.OpAcquire, 0)(election.Result{Outcome: election.Fail, Err: election.ErrNotPresent})
+	r.Invoke(election.OpRenew, 3)(election.Result{Outcome: election.Fail, Token: 3, Err: election.ErrNotHeld})
+	evs, err := history.Read(&buf, "history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		if e.Type == history.Fail {
+			got = append(got, e.Error)
+		}
+	}
+	if want := []string{history.ErrNotHeld, history.ErrNotPresent, history.ErrNotHeld}; !slices.Equal(got, want) {
+		t.Errorf("refusals recorded as %q, want %q", got, want)
 	}
 }
