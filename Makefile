@@ -178,7 +178,8 @@ targets: check-test-deps build
 # default chaos run stopped at its first violation (a second seed if it survives), into
 # reports/mutants.md (docs/mutants.md). MUTANTS=N runs an even sample of N; PARALLEL
 # mutants at once, beside the unmutated code as a control. Hours for all: RESUME=1 goes
-# on from where a run of the same code into the same OUT was cut short.
+# on from where a run of the same code into the same OUT was cut short. ONLY=ID,ID runs
+# just those mutants (a whole run's survivors again, after a check was added).
 MUTANTS  ?= 0
 GREMLINS := $(BIN)/gremlins
 $(GREMLINS):
@@ -186,7 +187,7 @@ $(GREMLINS):
 
 mutants: check-deps build $(GREMLINS)
 	$(CHAOS_BIN) mutants --gremlins $(GREMLINS) --sample $(MUTANTS) --parallel $(PARALLEL) --duration $(DURATION) \
-	  $(if $(call given,RESUME),--resume) $(if $(call given,OUT),--out $(OUT),--out reports/mutants --report reports/mutants.md)
+	  $(if $(call given,RESUME),--resume) $(if $(ONLY),--only '$(ONLY)') $(if $(call given,OUT),--out $(OUT),--out reports/mutants --report reports/mutants.md)
 
 # topologies runs the reference on each Redis topology (single, sentinel, cluster) with
 # each mitigation under each Redis fault, SEEDS seeds x DURATION each, PARALLEL at once,

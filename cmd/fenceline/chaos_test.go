@@ -77,6 +77,14 @@ func TestChaosRejectsBadSettings(t *testing.T) {
 	}
 }
 
+// mutants refuses --sample with --only before it generates anything.
+func TestMutantsRejectsBadSettings(t *testing.T) {
+	wantUsage(t, []string{"mutants", "--out", t.TempDir()}, true, []usageCase{
+		{[]string{"--sample", "3", "--only", "renewScript:2:4:LUA_RELATIONAL_FLIP"}, "not both --sample and --only"},
+		{[]string{"--parallel", "0"}, "need --seed >= 1"},
+	})
+}
+
 // Without redis-server in PATH the local backend cannot run: a usage error that says
 // what to install.
 func TestChaosWithoutRedisServer(t *testing.T) {

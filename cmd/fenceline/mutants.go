@@ -19,6 +19,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	report := fs.String("report", "", "Markdown file that receives the report (default OUT/mutants.md)")
 	gremlins := fs.String("gremlins", "bin/gremlins", "the gremlins binary (make mutants installs "+mutants.GremlinsVersion+")")
 	sample := fs.Int("sample", 0, "run only N mutants, spread evenly over the list (0: all)")
+	only := fs.String("only", "", "run only the mutants with these IDs, comma-separated (not with --sample)")
 	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1")
 	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s)")
 	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
@@ -27,8 +28,12 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if *seed < 1 || *duration <= 0 || *parallel < 1 || *sample < 0 {
-		fmt.Fprintln(stderr, "fenceline mutants: need --seed >= 1, --duration > 0, --parallel >= 1 and --sample >= 0")
+	var ids []string
+	if *only != "" {
+		ids = strings.Split(*only, ",")
+	}
+	if *seed < 1 || *duration <= 0 || *parallel < 1 || *sample < 0 || (*sample > 0 && len(ids) > 0) {
+		fmt.Fprintln(stderr, "fenceline mutants: need --seed >= 1, --duration > 0, --parallel >= 1, --sample >= 0, and not both --sample and --only")
 		return exitUsage
 	}
 	eq, err := mutants.ReadEquivalentFile(*equivalent)
@@ -39,7 +44,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	return mutants.Run(ctx, mutants.Config{
-		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Seed: *seed,
+		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Only: ids, Seed: *seed,
 		Duration: *duration, Parallel: *parallel, Equivalent: eq, Resume: *resume,
 		Command: strings.TrimSpace("fenceline mutants " + strings.Join(args, " ")),
 	}, stdout, stderr)

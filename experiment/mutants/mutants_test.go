@@ -222,6 +222,21 @@ func TestSample(t *testing.T) {
 	}
 }
 
+// --only runs the named mutants in the list's order, and refuses an ID no mutant has.
+func TestOnly(t *testing.T) {
+	ms := make([]Mutant, 5)
+	for i := range ms {
+		ms[i].ID = string(rune('a' + i))
+	}
+	got, err := only(ms, []string{"d", "b"})
+	if err != nil || len(got) != 2 || got[0].ID != "b" || got[1].ID != "d" {
+		t.Errorf("only(d, b) = %v, %v", got, err)
+	}
+	if _, err := only(ms, []string{"b", "z", "y"}); err == nil || !strings.Contains(err.Error(), "y, z") {
+		t.Errorf("only(b, z, y) error = %v, want one naming y, z", err)
+	}
+}
+
 func TestReadEquivalent(t *testing.T) {
 	m, err := ReadEquivalent(strings.NewReader("# comment\n\nrenew:2:4:LUA_X: the reply is never read\n"))
 	if err != nil || m["renew:2:4:LUA_X"] != "the reply is never read" {

@@ -182,8 +182,11 @@ func (rep report) markdown() string {
 	t := count(rep.recs)
 	fmt.Fprintf(&b, "# Mutation score\n\n")
 	scope := "every mutant"
-	if c.Sample > 0 {
+	switch {
+	case c.Sample > 0:
 		scope = fmt.Sprintf("a sample of %d of the %d mutants, spread evenly", c.Sample, rep.total)
+	case len(c.Only) > 0:
+		scope = fmt.Sprintf("the %d of the %d mutants named by --only", len(rep.recs), rep.total)
 	}
 	fmt.Fprintf(&b, "`%s` on %s: %s; each through its package's unit tests and one chaos run of %s (every fault, "+
 		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d when the first survives. "+

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +82,9 @@ type Config struct {
 	Gremlins string
 	// Sample, if > 0, runs that many mutants, spread evenly over the whole list.
 	Sample int
+	// Only, if not empty, runs only the mutants with these IDs (a whole run's survivors
+	// again, after a check was added, say). Not with Sample.
+	Only []string
 	// Seed is the first chaos run's seed; a survivor gets Seed+1. Default 1.
 	Seed int64
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
@@ -181,8 +186,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	cfg.Duration = cmp.Or(cfg.Duration, 60*time.Second)
 	cfg.Parallel = max(cfg.Parallel, 1)
 	cfg.TestTimeout = cmp.Or(cfg.TestTimeout, 4*time.Minute)
-	if cfg.Repo == "" || cfg.Out == "" || cfg.Gremlins == "" || cfg.Sample < 0 {
-		fmt.Fprintln(stderr, "fenceline mutants: need --repo, --out, --gremlins and --sample >= 0")
+	if cfg.Repo == "" || cfg.Out == "" || cfg.Gremlins == "" || cfg.Sample < 0 || (cfg.Sample > 0 && len(cfg.Only) > 0) {
+		fmt.Fprintln(stderr, "fenceline mutants: need --repo, --out, --gremlins and --sample >= 0, and not both --sample and --only")
 		return exitcode.Usage
 	}
 	if _, err := exec.LookPath(cfg.Gremlins); err != nil {
@@ -210,6 +215,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	ms := sample(all, cfg.Sample)
+	if len(cfg.Only) > 0 {
+		if ms, err = only(all, cfg.Only); err != nil {
+			fmt.Fprintf(stderr, "fenceline mutants: --only: %v\n", err)
+			return exitcode.Usage
+		}
+	}
 	revision := buildinfo.Read().Commit()
 	recs := make([]Record, len(ms))
 	for i, m := range ms {
@@ -322,6 +333,26 @@ func sample(ms []Mutant, n int) []Mutant {
 		out[i] = ms[i*len(ms)/n]
 	}
 	return out
+}
+
+// only returns the mutants of ms with the given IDs, in the order of ms, or an error
+// naming the IDs that no mutant has.
+func only(ms []Mutant, ids []string) ([]Mutant, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []Mutant
+	for _, m := range ms {
+		if want[m.ID] {
+			out = append(out, m)
+			delete(want, m.ID)
+		}
+	}
+	if len(want) > 0 {
+		return nil, fmt.Errorf("no mutant has the ID %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
+	}
+	return out, nil
 }
 
 // unknownEquivalents lists the IDs of eq that no generated mutant has.
