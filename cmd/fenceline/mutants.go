@@ -20,7 +20,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	gremlins := fs.String("gremlins", "bin/gremlins", "the gremlins binary (make mutants installs "+mutants.GremlinsVersion+")")
 	sample := fs.Int("sample", 0, "run only N mutants, spread evenly over the list (0: all)")
 	only := fs.String("only", "", "run only the mutants with these IDs, comma-separated (not with --sample)")
-	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1")
+	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1 and --takeover-on-disconnect")
 	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s)")
 	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
 	resume := fs.Bool("resume", false, "take the mutants already decided from OUT/progress.jsonl (a run of the same code cut short) and run only the rest")

@@ -281,7 +281,7 @@ func TestReport(t *testing.T) {
 	if strings.Contains(md, `\\`) {
 		t.Errorf("a cell escaped twice:\n%s", md)
 	}
-	if !strings.Contains(md, "unit tests passed, harness valid on seeds 1 and 2") {
+	if !strings.Contains(md, "unit tests passed, harness valid on seed 1 and on seed 2 with takeover on disconnect") {
 		t.Errorf("report does not say how the control fared:\n%s", md)
 	}
 	// The unmutated code killed: every kill may be a false alarm, and no score stands.

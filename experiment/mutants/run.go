@@ -85,7 +85,8 @@ type Config struct {
 	// Only, if not empty, runs only the mutants with these IDs (a whole run's survivors
 	// again, after a check was added, say). Not with Sample.
 	Only []string
-	// Seed is the first chaos run's seed; a survivor gets Seed+1. Default 1.
+	// Seed is the first chaos run's seed; a survivor gets a second run with Seed+1 and
+	// takeover on disconnect (TakeoverSecond). Default 1.
 	Seed int64
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
 	Duration time.Duration
@@ -404,8 +405,8 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 		defer close(testDone)
 		tests, testDetail = unitTests(ctx, cfg, copyDir, m.Package)
 	}()
-	for _, seed := range []int64{cfg.Seed, cfg.Seed + 1} {
-		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed)
+	for i, seed := range []int64{cfg.Seed, cfg.Seed + 1} {
+		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed, i == 1)
 		if dir != "" {
 			if rel, err := filepath.Rel(out, dir); err == nil {
 				dir = rel
@@ -518,10 +519,18 @@ func failedTests(output []byte) string {
 	return "unit tests: " + tail(output, 120)
 }
 
-// chaosStage runs one default chaos run of the mutant's binary with seed: what `make
-// chaos` runs (all faults, random schedule, 3 nodes, lease 2 s), judged by this binary's
-// unmutated harness and checker, ended at its first violation (--stop-at-violation).
-func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64) (verdict, check string, at time.Duration, dir, why string) {
+// TakeoverSecond says what a survivor's second run adds to the first: the nodes'
+// --takeover-on-disconnect. A default run never sends the acquire script a presence
+// channel or a holder to take the lock from, so a mutant of that branch (a fifth of the
+// Lua's) survives every default run, and a history of a run with the option can still
+// tell it apart: the second run is that history.
+const TakeoverSecond = "takeover on disconnect"
+
+// chaosStage runs one chaos run of the mutant's binary with seed: what `make chaos` runs
+// (all faults, random schedule, 3 nodes, lease 2 s), with --takeover-on-disconnect if
+// takeover, judged by this binary's unmutated harness and checker, ended at its first
+// violation (--stop-at-violation).
+func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, takeover bool) (verdict, check string, at time.Duration, dir, why string) {
 	wl, err := workloads.ByName("listener")
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
@@ -531,7 +540,7 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		return Undecided, "", 0, "", err.Error()
 	}
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
-		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true}
+		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: takeover}
 	if err := s.Prepare(); err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}

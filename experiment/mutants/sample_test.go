@@ -65,6 +65,16 @@ func TestSampleOfThree(t *testing.T) {
 		if r.Harness == Killed && r.Check == "" {
 			t.Errorf("%s: killed by the harness, but by no check", r.ID)
 		}
+		// A survivor's second run is the one with takeover on disconnect.
+		for i, dir := range r.Runs {
+			b, err := os.ReadFile(filepath.Join(out, dir, "run.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bytes.Contains(b, []byte(`"takeover_on_disconnect": true`)); got != (i == 1) {
+				t.Errorf("%s: run %d (%s) takeover on disconnect %v, want %v", r.ID, i+1, dir, got, i == 1)
+			}
+		}
 	}
 	if !strings.Contains(stdout.String(), "control (the unmutated code, beside the first mutants): unit tests passed, harness valid") {
 		t.Errorf("the control did not pass")
