@@ -56,16 +56,22 @@ func (s Spec) WithDefaults() (Spec, error) {
 var ErrExited = errors.New("cluster: exited at start")
 
 // WaitReady polls probe every 25ms until it answers nil. It gives up when exited closes
-// (ErrExited), when ctx ends, or after timeout (the error then says what and the probe's
-// last error). exited may be nil. It blocks for at most timeout.
+// (ErrExited), when ctx ends, or after timeout (the error then says what and the last
+// error of a probe that ended before the timeout: one the timeout cut short says only
+// that). exited may be nil. It blocks for at most timeout.
 func WaitReady(ctx context.Context, what string, timeout time.Duration, exited <-chan struct{}, probe func(context.Context) error) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var last error
 	for {
 		err := probe(wctx)
 		if err == nil {
 			return nil
 		}
+		if wctx.Err() == nil || last == nil {
+			last = err
+		}
+		err = last
 		select {
 		case <-exited:
 			return fmt.Errorf("%w: %s", ErrExited, what)
