@@ -44,7 +44,7 @@ func openProgress(path, code string, resume bool) (*progress, map[string]Record,
 		if done, err = readProgress(path, code); err != nil {
 			return nil, nil, err
 		}
-		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		flags = os.O_CREATE | os.O_RDWR | os.O_APPEND // endLine reads the last byte
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err == nil && resume {
@@ -63,12 +63,7 @@ func endLine(f *os.File) error {
 		return err
 	}
 	last := make([]byte, 1)
-	r, err := os.Open(f.Name())
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if _, err := r.ReadAt(last, st.Size()-1); err != nil {
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
 		return err
 	}
 	if last[0] != '\n' {
