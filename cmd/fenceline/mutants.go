@@ -20,6 +20,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	gremlins := fs.String("gremlins", "bin/gremlins", "the gremlins binary (make mutants installs "+mutants.GremlinsVersion+")")
 	sample := fs.Int("sample", 0, "run only N mutants, spread evenly over the list (0: all)")
 	only := fs.String("only", "", "run only the mutants with these IDs, comma-separated (not with --sample)")
+	list := fs.Bool("list", false, "print the IDs of the mutants that would run, one per line, and run nothing")
 	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1 and --takeover-on-disconnect")
 	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s)")
 	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
@@ -44,7 +45,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible()
 	defer stop()
 	return mutants.Run(ctx, mutants.Config{
-		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Only: ids, Seed: *seed,
+		Repo: *repo, Out: *out, Report: *report, Gremlins: *gremlins, Sample: *sample, Only: ids, List: *list, Seed: *seed,
 		Duration: *duration, Parallel: *parallel, Equivalent: eq, Resume: *resume,
 		Command: strings.TrimSpace("fenceline mutants " + strings.Join(args, " ")),
 	}, stdout, stderr)

@@ -3,6 +3,7 @@
 package mutants
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -495,5 +496,44 @@ func TestEquivalentLuaIDs(t *testing.T) {
 	}
 	if lua == 0 {
 		t.Error("no Lua mutant argued: is equivalent.txt read?")
+	}
+}
+
+// fakeGremlins is a gremlins whose dry run finds no Go mutant: Generate then lists the
+// Lua ones alone, in milliseconds.
+func fakeGremlins(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gremlins")
+	script := "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --output ] && echo '{}' > \"$2\"; shift; done\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// --list prints the IDs --only selects and runs nothing (it does not even make --out);
+// an ID no mutant has is a usage error.
+func TestList(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	ids := []string{"renewScript:2:31:LUA_RELATIONAL_FLIP", "acquireScript:7:9:LUA_RELATIONAL_FLIP"}
+	var stdout, stderr bytes.Buffer
+	cfg := Config{Repo: repo, Out: out, Gremlins: fakeGremlins(t), Only: ids, List: true}
+	if code := Run(context.Background(), cfg, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if got, want := stdout.String(), ids[1]+"\n"+ids[0]+"\n"; got != want { // in the list's order
+		t.Errorf("--list printed %q, want %q", got, want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("--list made %s", out)
+	}
+	cfg.Only = []string{"renewScript:99:1:LUA_RELATIONAL_FLIP"}
+	stderr.Reset()
+	if code := Run(context.Background(), cfg, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no mutant has the ID renewScript:99:1") {
+		t.Errorf("--only of an unknown ID: exit %d, %s", code, stderr.String())
 	}
 }

@@ -85,6 +85,9 @@ type Config struct {
 	// Only, if not empty, runs only the mutants with these IDs (a whole run's survivors
 	// again, after a check was added, say). Not with Sample.
 	Only []string
+	// List prints the IDs of the mutants Sample or Only selects, one per line, and runs
+	// nothing.
+	List bool
 	// Seed is the first chaos run's seed; a survivor gets a second run with Seed+1 and
 	// takeover on disconnect (TakeoverSecond). Default 1.
 	Seed int64
@@ -196,7 +199,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		return exitcode.Usage
 	}
 	out, err := filepath.Abs(cfg.Out)
-	if err == nil {
+	if err == nil && !cfg.List {
 		err = os.MkdirAll(out, 0o755)
 	}
 	if err != nil {
@@ -221,6 +224,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fenceline mutants: --only: %v\n", err)
 			return exitcode.Usage
 		}
+	}
+	if cfg.List {
+		for _, m := range ms {
+			fmt.Fprintln(stdout, m.ID)
+		}
+		return exitcode.OK
 	}
 	revision := buildinfo.Read().Commit()
 	recs := make([]Record, len(ms))
