@@ -124,17 +124,7 @@ func leaseGrant(p *parsed) CheckResult {
 		}
 		// A loss between the two, in either order, voids the premise too: a counter that
 		// came back empty issues smaller tokens after larger ones.
-		lo, hi := min(g.call, a.call), max(g.ret, a.ret)
-		for _, f := range losses {
-			healed := f.heal
-			if healed == 0 {
-				healed = p.runEnd()
-			}
-			if f.inject <= hi && lo <= healed+int64(ttl) {
-				return true
-			}
-		}
-		return false
+		return lossDuring(p, losses, min(g.call, a.call), max(g.ret, a.ret), ttl)
 	}
 	var bad []finding
 	checked := 0
@@ -211,12 +201,18 @@ func refusalExcused(p *parsed, losses []*fault, released map[termKey]int64, g gr
 	if t, ok := released[termKey{g.node, g.token}]; ok && t < call {
 		return true
 	}
+	return lossDuring(p, losses, g.call, ret, ttl)
+}
+
+// lossDuring reports whether a fault of losses was open between lo and hi, or healed
+// less than a lease before lo (a lock it lost may be re-granted up to a lease later).
+func lossDuring(p *parsed, losses []*fault, lo, hi int64, ttl time.Duration) bool {
 	for _, f := range losses {
 		healed := f.heal
 		if healed == 0 {
 			healed = p.runEnd()
 		}
-		if f.inject <= ret && g.call <= healed+int64(ttl) {
+		if f.inject <= hi && lo <= healed+int64(ttl) {
 			return true
 		}
 	}
