@@ -25,9 +25,12 @@ import (
 // takeover of that term on disconnect, and a Redis fault that loses or rolls back data
 // (a restart without persistence, a failover or switchover of a replicated Redis).
 //
-// The same premise judges the lock's answers to its holder: a renewal or release of
-// term t1 that Redis answered "not ours" (fail), returning before c + LeaseTTL of a
-// grant of t1 sent at c, was refused while the lease was still t1's, with the same
+// The same premise judges the lock's answers to its holder. A release of term t1
+// answered as done after an acquire of a newer term had returned claims a lock that no
+// longer held t1's value (a release script that answers "released" for a lock not its
+// own). A renewal or release of term t1 that Redis answered "not ours" (fail),
+// returning before c + LeaseTTL of a grant of t1 sent at c, was refused while the lease
+// was still t1's, with the same
 // excuses (and an earlier release of t1 of unknown outcome). A lock that forgets its
 // holder early lets a newer term in as surely as one granted twice, and a release
 // recorded as refused that did delete the lock leaves the history with no release to
@@ -146,6 +149,24 @@ func leaseGrant(p *parsed) CheckResult {
 		}
 	}
 	twice := len(bad)
+	// A release answered as done (the lock held the term's value and was deleted) after
+	// a newer term's acquire had returned: the lock never holds an older term's value
+	// again but for a Redis fault that loses data.
+	lateReleases := 0
+	for _, r := range p.el {
+		if r.kind != history.KindRelease || r.typ != history.OK || r.token <= 0 {
+			continue
+		}
+		for _, a := range grants {
+			if a.acquire && a.token > r.token && a.ret <= r.call && !lossDuring(p, losses, a.call, r.ret, ttl) {
+				lateReleases++
+				bad = append(bad, finding{at: r.ret, what: fmt.Sprintf(
+					"%s's release of token %d (sent %s) was answered as done at %s, after %s's acquire of token %d had returned at %s: the lock was no longer token %d's, and no Redis fault that loses data came between",
+					p.nodes[r.node], r.token, p.t(r.call), p.t(r.ret), p.nodes[a.node], a.token, p.t(a.ret), r.token)})
+				break
+			}
+		}
+	}
 	refusals, refused := 0, 0
 	takenOver := map[string]bool{}
 	for _, from := range p.takeovers {
@@ -176,7 +197,7 @@ func leaseGrant(p *parsed) CheckResult {
 	}
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(twice),
-		"refusals": int64(refusals), "refused_in_lease": int64(refused)}
+		"late_releases_done": int64(lateReleases), "refusals": int64(refusals), "refused_in_lease": int64(refused)}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis; %d renewals and releases refused, none while the lease was still the holder's (tolerance %v)", checked, refusals, tolerance)
 		return cr
@@ -185,6 +206,9 @@ func leaseGrant(p *parsed) CheckResult {
 	var parts []string
 	if twice > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d acquires returned while an older term's lease still ran in Redis: the lock was granted twice", twice, checked))
+	}
+	if lateReleases > 0 {
+		parts = append(parts, fmt.Sprintf("%d releases were answered as done after a newer term's acquire had returned", lateReleases))
 	}
 	if refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d refused renewals and releases were refused while the lease was still the holder's", refused, refusals))

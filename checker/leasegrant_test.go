@@ -226,3 +226,47 @@ func TestLeaseGrantRefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseGrantLateReleaseDone: a release of an older term answered as done after a
+// newer term's acquire had returned claims a lock that held another value (the release
+// script's `return 0` made 1, a mutant that the late-release probe reaches: its release
+// comes after the lease ran out and another node took the lock).
+func TestLeaseGrantLateReleaseDone(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, c := range []struct {
+		name    string
+		between func(s *sim)
+		want    Verdict
+	}{
+		{"release done after the newer acquire", nil, Invalid},
+		{"release done after a restart without persistence", func(s *sim) {
+			id := s.injectFault("redis-restart-volatile", "redis")
+			s.adv(200 * time.Millisecond)
+			s.healFault(id)
+		}, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.adv(ttl + time.Second)
+			s.leader, s.token = 1, s.acquire(1)
+			if c.between != nil {
+				c.between(s)
+			}
+			i := s.invoke(0, history.KindRelease, history.Event{Token: tok})
+			s.adv(s.lat())
+			s.complete(i, history.OK, history.Event{Token: tok})
+			res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := res.Check(CheckLeaseGrant)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "answered as done")) {
+				t.Errorf("offending %q", cr.Offending)
+			}
+		})
+	}
+}
