@@ -28,7 +28,7 @@ import (
 // The same premise judges the lock's answers to its holder. A release of term t1
 // answered as done after an acquire of a newer term had returned claims a lock that no
 // longer held t1's value (a release script that answers "released" for a lock not its
-// own). A renewal or release of term t1 that Redis answered "not ours" (fail),
+// own). A renewal or release of term t1 that Redis answered "not ours" (fail, not-held),
 // returning before c + LeaseTTL of a grant of t1 sent at c, was refused while the lease
 // was still t1's, with the same
 // excuses (and an earlier release of t1 of unknown outcome). A lock that forgets its
@@ -179,7 +179,7 @@ func leaseGrant(p *parsed) CheckResult {
 			latest[k] = grant{e.node, e.token, e.call, e.ret, e.kind == history.KindAcquire}
 			continue
 		}
-		if e.typ != history.Fail || e.token <= 0 || (e.kind != history.KindRenew && e.kind != history.KindRelease) {
+		if !e.notHeld || e.token <= 0 || (e.kind != history.KindRenew && e.kind != history.KindRelease) {
 			continue
 		}
 		refusals++

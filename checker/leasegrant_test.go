@@ -225,6 +225,22 @@ func TestLeaseGrantRefusal(t *testing.T) {
 			}
 		})
 	}
+	// Only a not-held answer is a refusal: a fail with another error (the reports'
+	// simulator records a reset connection so) says nothing of whose the lock is.
+	s := newSim(simConfig{Seed: 1})
+	tok := s.acquire(0)
+	s.renew(0, tok)
+	s.adv(ttl / 2)
+	i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+	s.adv(s.lat())
+	s.complete(i, history.Fail, history.Event{Token: tok, Error: "read: connection reset by peer"})
+	res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr := res.Check(CheckLeaseGrant); cr.Verdict != Valid {
+		t.Errorf("a renewal failed with a reset connection: %s: %s", cr.Verdict, cr.Message)
+	}
 }
 
 // TestLeaseGrantLateReleaseDone: a release of an older term answered as done after a

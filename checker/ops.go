@@ -72,6 +72,7 @@ type elOp struct {
 	token     int64
 	ev        int32
 	malformed string // why the reply broke its protocol: a malformed reply, or a refusal the run did not ask for
+	notHeld   bool   // completed fail with not-held: the server answered that the lock is not the caller's
 }
 
 type stepDown struct {
@@ -236,6 +237,7 @@ func parse(run *history.Run) (*parsed, error) {
 		if pd.el {
 			l := &p.el[pd.idx]
 			l.ret, l.typ = e.Time, e.Type
+			l.notHeld = e.Type == history.Fail && e.Error == history.ErrNotHeld
 			if e.Type == history.Info && strings.HasPrefix(e.Error, history.ErrMalformedReply) {
 				l.malformed = e.Error
 			}
