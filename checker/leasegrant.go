@@ -30,11 +30,11 @@ import (
 // longer held t1's value (a release script that answers "released" for a lock not its
 // own). A renewal or release of term t1 that Redis answered "not ours" (fail, not-held),
 // returning before c + LeaseTTL of a grant of t1 sent at c, was refused while the lease
-// was still t1's, with the same
-// excuses (and an earlier release of t1 of unknown outcome). A lock that forgets its
-// holder early lets a newer term in as surely as one granted twice, and a release
-// recorded as refused that did delete the lock leaves the history with no release to
-// excuse the next grant: both are bugs of the lock, whatever the nodes believed.
+// was still t1's, with the same excuses (and an earlier release of t1 of unknown
+// outcome). A lock that forgets its holder early lets a newer term in as surely as one
+// granted twice, and a release recorded as refused that did delete the lock leaves the
+// history with no release to excuse the next grant: both are bugs of the lock, whatever
+// the nodes believed.
 //
 // lease-exclusion sees a twice-granted lock only when the older holder goes on
 // believing long enough; a fence rejects that holder's next write within a poll, often
