@@ -282,21 +282,8 @@ func TestMalformedAcquire(t *testing.T) {
 		{history.ErrMalformedReply + ": election: unexpected reply from redis: acquire: [1 :00 0]", Invalid},
 		{"i/o timeout", Valid},
 	} {
-		s := newSim(simConfig{Seed: 1})
-		tok := s.acquire(0)
-		s.token = tok
-		s.cursor, _ = s.load(0)
-		s.some(5)
-		i := s.invoke(1, history.KindAcquire, history.Event{})
-		s.adv(time.Millisecond)
-		s.st.counter++
-		s.complete(i, history.Info, history.Event{Error: c.err})
-		s.renew(0, tok)
-		res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckUniqueTokens}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Check(CheckUniqueTokens); got.Verdict != c.want {
+		// The script ran (it counted a token) and answered with none.
+		if got := checkOnly(t, n2AcquireRun(history.Info, c.err, true), CheckUniqueTokens); got.Verdict != c.want {
 			t.Errorf("%q: unique-tokens %s (%s), want %s", c.err, got.Verdict, got.Message, c.want)
 		} else if c.want == Invalid && !strings.Contains(strings.Join(got.Offending, "\n"), "n2's acquire") {
 			t.Errorf("offending %q does not name n2's acquire", got.Offending)
@@ -319,25 +306,40 @@ func TestNotPresentAcquire(t *testing.T) {
 		{history.ErrNotPresent, true, Valid},
 		{history.ErrNotHeld, false, Valid},
 	} {
-		s := newSim(simConfig{Seed: 1})
-		tok := s.acquire(0)
-		s.token = tok
-		s.cursor, _ = s.load(0)
-		s.some(5)
-		i := s.invoke(1, history.KindAcquire, history.Event{})
-		s.adv(time.Millisecond)
-		s.complete(i, history.Fail, history.Event{Error: c.err})
-		s.renew(0, tok)
-		run := s.end()
+		run := n2AcquireRun(history.Fail, c.err, false)
 		run.Info.TakeoverOnDisconnect = c.takeover
-		res, err := Check(context.Background(), run, Options{Checks: []string{CheckUniqueTokens}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Check(CheckUniqueTokens); got.Verdict != c.want {
+		if got := checkOnly(t, run, CheckUniqueTokens); got.Verdict != c.want {
 			t.Errorf("%q, takeover %v: unique-tokens %s (%s), want %s", c.err, c.takeover, got.Verdict, got.Message, c.want)
 		} else if c.want == Invalid && !strings.Contains(strings.Join(got.Offending, "\n"), "n2's acquire") {
 			t.Errorf("offending %q does not name n2's acquire", got.Offending)
 		}
 	}
+}
+
+// n2AcquireRun is a run in which n1 leads and n2's acquire completes as typ with error
+// errText; counted says whether the script counted a token for it.
+func n2AcquireRun(typ history.Type, errText string, counted bool) *history.Run {
+	s := newSim(simConfig{Seed: 1})
+	tok := s.acquire(0)
+	s.token = tok
+	s.cursor, _ = s.load(0)
+	s.some(5)
+	i := s.invoke(1, history.KindAcquire, history.Event{})
+	s.adv(time.Millisecond)
+	if counted {
+		s.st.counter++
+	}
+	s.complete(i, typ, history.Event{Error: errText})
+	s.renew(0, tok)
+	return s.end()
+}
+
+// checkOnly runs the one check name on run.
+func checkOnly(t *testing.T, run *history.Run, name string) *CheckResult {
+	t.Helper()
+	res, err := Check(context.Background(), run, Options{Checks: []string{name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Check(name)
 }

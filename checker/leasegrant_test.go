@@ -212,11 +212,7 @@ func TestLeaseGrantRefusal(t *testing.T) {
 			}
 			s.now = max(s.now, renewed+int64(c.gap))
 			refuse(s, c.kind, tok)
-			res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cr := res.Check(CheckLeaseGrant)
+			cr := checkOnly(t, s.end(), CheckLeaseGrant)
 			if cr.Verdict != c.want {
 				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
 			}
@@ -234,11 +230,7 @@ func TestLeaseGrantRefusal(t *testing.T) {
 	i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
 	s.adv(s.lat())
 	s.complete(i, history.Fail, history.Event{Token: tok, Error: "read: connection reset by peer"})
-	res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cr := res.Check(CheckLeaseGrant); cr.Verdict != Valid {
+	if cr := checkOnly(t, s.end(), CheckLeaseGrant); cr.Verdict != Valid {
 		t.Errorf("a renewal failed with a reset connection: %s: %s", cr.Verdict, cr.Message)
 	}
 }
@@ -272,11 +264,7 @@ func TestLeaseGrantLateReleaseDone(t *testing.T) {
 			i := s.invoke(0, history.KindRelease, history.Event{Token: tok})
 			s.adv(s.lat())
 			s.complete(i, history.OK, history.Event{Token: tok})
-			res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cr := res.Check(CheckLeaseGrant)
+			cr := checkOnly(t, s.end(), CheckLeaseGrant)
 			if cr.Verdict != c.want {
 				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
 			}
