@@ -41,6 +41,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	var c redis.UniversalClient
 	if err == nil {
+		// Before the client: its pool dials its idle connections at once, and a
+		// failed dial logs in go-redis's own format.
+		redis.SetLogger(redisconn.Discard{})
 		c, err = conn.Client()
 	}
 	if err != nil {
@@ -48,7 +51,6 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer c.Close()
-	redis.SetLogger(redisconn.Discard{})
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	out := statusOutput{Election: *name}
