@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fenceline/fenceline/node"
@@ -22,7 +23,9 @@ type Backend interface {
 	Nodes() []string
 	// StartNode starts a node that is not running (after StopNode or KillNode).
 	StartNode(ctx context.Context, id string) error
-	// StopNode stops a node gracefully (SIGTERM: it releases its lease) and waits for it.
+	// StopNode stops a node gracefully (SIGTERM: it releases its lease) and waits for it;
+	// a node that has not exited within a grace is killed, and the error is a
+	// *StopTimeoutError.
 	StopNode(ctx context.Context, id string) error
 	// KillNode kills a node at once (SIGKILL) and waits for it.
 	KillNode(ctx context.Context, id string) error
@@ -81,6 +84,18 @@ func StopAll(ctx context.Context, c NodeStopper) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StopTimeoutError is StopNode's error when the node had not exited within Grace of its
+// SIGTERM and was killed: a node that hangs in its shutdown (the reference's exits at
+// once, having released its lease).
+type StopTimeoutError struct {
+	Node  string
+	Grace time.Duration
+}
+
+func (e *StopTimeoutError) Error() string {
+	return fmt.Sprintf("cluster: node %s did not exit within %v of its SIGTERM; killed", e.Node, e.Grace)
 }
 
 // Errors of cluster operations.

@@ -323,7 +323,11 @@ func (l *Backend) StopNode(ctx context.Context, id string) error {
 	_ = n.proc.signal(syscall.SIGTERM)
 	_ = n.proc.signal(syscall.SIGCONT)
 	l.setPaused(n, false)
-	return n.proc.wait(ctx, 10*time.Second)
+	err = n.proc.wait(ctx, stopGrace)
+	if errors.Is(err, errGraceOver) {
+		return &backend.StopTimeoutError{Node: id, Grace: stopGrace}
+	}
+	return err
 }
 
 // KillNode implements backend.Backend.
@@ -673,19 +677,27 @@ func (p *process) signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)
 }
 
-// wait waits for exit; after grace it kills the process.
+// stopGrace is how long StopNode waits for a node to exit after its SIGTERM.
+const stopGrace = 10 * time.Second
+
+// errGraceOver is wait's error when the process outlived its grace.
+var errGraceOver = errors.New("did not exit within its grace")
+
+// wait waits for exit; after grace, or when ctx ends, it kills the process.
 func (p *process) wait(ctx context.Context, grace time.Duration) error {
 	t := time.NewTimer(grace)
 	defer t.Stop()
+	cause := fmt.Errorf("%w (%v)", errGraceOver, grace)
 	select {
 	case <-p.done:
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
+		cause = ctx.Err()
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
-	return fmt.Errorf("cluster: pid %d did not exit within %v; killed", p.cmd.Process.Pid, grace)
+	return fmt.Errorf("cluster: pid %d: %w; killed", p.cmd.Process.Pid, cause)
 }
 
 // waitAddrFile waits until the process has written the address it listens on to path.

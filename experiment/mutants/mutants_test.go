@@ -5,6 +5,8 @@ package mutants
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
+	"github.com/fenceline/fenceline/checker"
+	"github.com/fenceline/fenceline/experiment/chaosrun"
+	"github.com/fenceline/fenceline/experiment/matrix"
+	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/internal/exitcode"
 )
 
@@ -339,6 +346,47 @@ func TestCrashed(t *testing.T) {
 	if crashed(t.TempDir()) {
 		t.Error("no logs: crashed")
 	}
+}
+
+// A chaos run's outcome becomes the stage's: a node that hung in its shutdown kills the
+// mutant (stop-hang) as an unhealthy one does, and a run cut by the interrupt is not
+// run, where it used to be undecided and so counted against the run's completeness.
+func TestStageOutcome(t *testing.T) {
+	incomplete := func(err error) matrix.Result {
+		return matrix.Result{Outcome: chaosrun.Outcome{Code: exitcode.Unknown, Result: &checker.Result{},
+			RunErr: fmt.Errorf("%w: %w", harness.ErrIncomplete, errors.Join(errors.New("final read: EOF"), err))}}
+	}
+	hung := incomplete(&backend.StopTimeoutError{Node: "n2", Grace: 10 * time.Second})
+	live, cut := context.Background(), canceled()
+	for _, c := range []struct {
+		name         string
+		ctx          context.Context
+		r            matrix.Result
+		verdict, why string
+		check        string
+	}{
+		{name: "stop hang", ctx: live, r: hung, verdict: Killed, check: StopHang},
+		{name: "stop hang, cut", ctx: cut, r: hung, verdict: NotReached},
+		{name: "unhealthy", ctx: live, r: incomplete(&backend.UnhealthyError{URL: "http://n1/health", Status: "503"}), verdict: Killed, check: Unhealthy},
+		{name: "incomplete", ctx: live, r: incomplete(errors.New("heal all: boom")), verdict: Undecided, why: "incomplete"},
+		{name: "incomplete, cut", ctx: cut, r: incomplete(errors.New("heal all: context canceled")), verdict: NotReached},
+		{name: "not started", ctx: cut, r: matrix.Result{NotRun: true}, verdict: NotReached},
+		{name: "valid", ctx: live, r: matrix.Result{Outcome: chaosrun.Outcome{Code: exitcode.OK, Result: &checker.Result{}}}, verdict: Survived},
+	} {
+		v, check, at, why := stageOutcome(c.ctx, c.r)
+		if v != c.verdict || check != c.check || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %s %q %q, want %s %q %q", c.name, v, check, why, c.verdict, c.check, c.why)
+		}
+		if v == Killed && at != -1 {
+			t.Errorf("%s: at %v, want untimed", c.name, at)
+		}
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 // A run cut short goes on where it stopped: decided records are taken back, one cut short

@@ -137,6 +137,13 @@ const Unhealthy = "unhealthy"
 // misconfigured), which would leave an index out of range undecided.
 const Crash = "crash"
 
+// StopHang is the check that kills a mutant whose node did not exit within the
+// backend's grace of its SIGTERM and was killed (backend.StopTimeoutError): the
+// unmutated node releases its lease and exits within a second of it (the control, every
+// run of the reference), and a node that hangs in its shutdown leaves its lock to expire
+// and its supervisor to kill it. A user's chaos run is only incomplete then.
+const StopHang = "stop-hang"
+
 // crashed reports whether a node's log in the run directory dir holds a Go panic or a
 // fatal error of the runtime.
 func crashed(dir string) bool {
@@ -561,26 +568,38 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}
-	r := res[0]
-	dir = r.Outcome.Dir
-	if r.NotRun {
-		return NotReached, "", 0, dir, ""
+	dir = res[0].Outcome.Dir
+	verdict, check, at, why = stageOutcome(ctx, res[0])
+	return verdict, check, at, dir, why
+}
+
+// stageOutcome says what one chaos run r of a mutant came to: killed (by which check,
+// when), survived, undecided (why), or not run when ctx, the whole run's, ended first.
+func stageOutcome(ctx context.Context, r matrix.Result) (verdict, check string, at time.Duration, why string) {
+	dir := r.Outcome.Dir
+	if r.NotRun || (ctx.Err() != nil && r.Verdict() != checker.Invalid) {
+		// Not started, or cut by the interrupt: no answer of the mutant's own. A
+		// violation found before the cut still kills it.
+		return NotReached, "", 0, ""
 	}
 	if errors.Is(r.Outcome.RunErr, harness.ErrNoProgress) {
 		// The unmutated design commits within a second of its start on these settings
 		// (every run of the reference, TestSampleOfThree's control): a mutant that
 		// commits nothing in 30 s without a fault broke liveness. Untimed: the chaos
 		// phase never began.
-		return Killed, NoProgress, -1, dir, ""
+		return Killed, NoProgress, -1, ""
 	}
 	if unhealthy := (*backend.UnhealthyError)(nil); errors.As(r.Outcome.RunErr, &unhealthy) {
 		// A node up and answering, but unhealthy for the whole start (15 s): the
 		// unmutated design's nodes answer 200 within a second (the control), so the
 		// mutant broke liveness, as NoProgress says. Untimed: no chaos phase.
-		return Killed, Unhealthy, -1, dir, ""
+		return Killed, Unhealthy, -1, ""
 	}
 	if r.Verdict() != checker.Invalid && dir != "" && crashed(dir) {
-		return Killed, Crash, -1, dir, ""
+		return Killed, Crash, -1, ""
+	}
+	if hung := (*backend.StopTimeoutError)(nil); r.Verdict() != checker.Invalid && errors.As(r.Outcome.RunErr, &hung) {
+		return Killed, StopHang, -1, ""
 	}
 	switch r.Verdict() {
 	case checker.Invalid:
@@ -588,18 +607,18 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		if c := r.FailedChecks(); v.Check == "" && len(c) > 0 {
 			v.Check = c[0]
 		}
-		return Killed, v.Check, at, dir, ""
+		return Killed, v.Check, at, ""
 	case checker.Valid:
 		if inc := r.Incomplete(); inc != "" {
-			return Undecided, "", 0, dir, firstLine(inc)
+			return Undecided, "", 0, firstLine(inc)
 		}
-		return Survived, "", 0, dir, ""
+		return Survived, "", 0, ""
 	}
 	why = firstLine(r.Incomplete())
 	if rs, err := r.Results(); why == "" && err == nil && rs.Run.StoppedAtViolation != "" {
 		why = "stopped at a violation the complete check did not confirm: " + rs.Run.StoppedAtViolation
 	}
-	return Undecided, "", 0, dir, cmp.Or(why, "no verdict")
+	return Undecided, "", 0, cmp.Or(why, "no verdict")
 }
 
 func firstLine(s string) string {
