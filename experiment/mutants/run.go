@@ -25,6 +25,7 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
+	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/workloads"
@@ -88,8 +89,8 @@ type Config struct {
 	// List prints the IDs of the mutants Sample or Only selects, one per line, and runs
 	// nothing.
 	List bool
-	// Seed is the first chaos run's seed; a survivor gets a second run with Seed+1 and
-	// takeover on disconnect (TakeoverSecond). Default 1.
+	// Seed is the first chaos run's seed; a survivor gets a second run with Seed+1, takeover
+	// on disconnect and the mixed schedule (TakeoverSecond). Default 1.
 	Seed int64
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
 	Duration time.Duration
@@ -537,18 +538,25 @@ func failedTests(output []byte) string {
 	return "unit tests: " + tail(output, 120)
 }
 
-// TakeoverSecond says what a survivor's second run adds to the first: the nodes'
-// --takeover-on-disconnect. A default run never sends the acquire script a presence
-// channel or a holder to take the lock from, so a mutant of that branch (a fifth of the
-// Lua's) survives every default run, and a history of a run with the option can still
-// tell it apart: the second run is that history.
-const TakeoverSecond = "takeover on disconnect"
+// TakeoverSecond says what a survivor's second run adds to the first.
+//
+//   - The nodes' --takeover-on-disconnect. A default run never sends the acquire script
+//     a presence channel or a holder to take the lock from, so a mutant of that branch
+//     (a fifth of the Lua's) survives every default run, and a history of a run with the
+//     option can still tell it apart.
+//   - The mixed schedule (nemesis.ScheduleMixed): the same faults at the same times, half
+//     of the node faults aimed at a moment (a renewal or a release about to be sent, a
+//     grant just won). A random schedule almost never pauses a leader between its
+//     decision to renew and the send, so a renewal that extends another holder's lock,
+//     or a release whose error is recorded as a refusal, survives it; the aimed fault
+//     makes that history.
+const TakeoverSecond = "takeover on disconnect and the mixed schedule"
 
 // chaosStage runs one chaos run of the mutant's binary with seed: what `make chaos` runs
-// (all faults, random schedule, 3 nodes, lease 2 s), with --takeover-on-disconnect if
-// takeover, judged by this binary's unmutated harness and checker, ended at its first
+// (all faults, random schedule, 3 nodes, lease 2 s), with what TakeoverSecond says if
+// second, judged by this binary's unmutated harness and checker, ended at its first
 // violation (--stop-at-violation).
-func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, takeover bool) (verdict, check string, at time.Duration, dir, why string) {
+func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, second bool) (verdict, check string, at time.Duration, dir, why string) {
 	wl, err := workloads.ByName("listener")
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
@@ -558,7 +566,10 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		return Undecided, "", 0, "", err.Error()
 	}
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
-		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: takeover}
+		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: second}
+	if second {
+		s.Schedule = nemesis.ScheduleMixed
+	}
 	if err := s.Prepare(); err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}

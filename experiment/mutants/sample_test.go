@@ -65,7 +65,8 @@ func TestSampleOfThree(t *testing.T) {
 		if r.Harness == Killed && r.Check == "" {
 			t.Errorf("%s: killed by the harness, but by no check", r.ID)
 		}
-		// A survivor's second run is the one with takeover on disconnect.
+		// A survivor's second run is the one with takeover on disconnect and the mixed
+		// schedule.
 		for i, dir := range r.Runs {
 			b, err := os.ReadFile(filepath.Join(out, dir, "run.json"))
 			if err != nil {
@@ -73,6 +74,9 @@ func TestSampleOfThree(t *testing.T) {
 			}
 			if got := bytes.Contains(b, []byte(`"takeover_on_disconnect": true`)); got != (i == 1) {
 				t.Errorf("%s: run %d (%s) takeover on disconnect %v, want %v", r.ID, i+1, dir, got, i == 1)
+			}
+			if got := bytes.Contains(b, []byte(`"schedule": "mixed"`)); got != (i == 1) {
+				t.Errorf("%s: run %d (%s) mixed schedule %v, want %v", r.ID, i+1, dir, got, i == 1)
 			}
 		}
 	}
