@@ -180,6 +180,13 @@ func (s *sim) renew(node int, tok int64) {
 	s.complete(i, history.OK, history.Event{Token: tok})
 }
 
+// release records node's release of tok, answered OK.
+func (s *sim) release(node int, tok int64) {
+	i := s.invoke(node, history.KindRelease, history.Event{Token: tok})
+	s.adv(s.lat())
+	s.complete(i, history.OK, history.Event{Token: tok})
+}
+
 func (s *sim) stepDown(node int, tok int64, reason string) {
 	s.events = append(s.events, history.Event{ID: fmt.Sprintf("%s-sd-%d", s.nodes[node], s.now), Type: history.Info,
 		Kind: history.KindStepDown, Node: s.nodes[node], Time: s.now, Token: tok, Reason: reason})
@@ -218,9 +225,7 @@ func (s *sim) commit() {
 // and steps down. It returns the fault's id.
 func (s *sim) stopGracefully(node int, tok int64) string {
 	id := s.injectFault("stop", s.nodes[node])
-	i := s.invoke(node, history.KindRelease, history.Event{Token: tok})
-	s.adv(s.lat())
-	s.complete(i, history.OK, history.Event{Token: tok})
+	s.release(node, tok)
 	s.stepDown(node, tok, "stopped")
 	return id
 }

@@ -19,6 +19,7 @@ import (
 var prefixChecks = []string{
 	checker.CheckLinearizability, checker.CheckStaleWrite, checker.CheckUniqueTokens,
 	checker.CheckCursorMonotonic, checker.CheckLeaseExclusion, checker.CheckLeaseGrant,
+	checker.CheckStepDownRelease,
 }
 
 // SoFar checks the history a running run in dir has recorded so far, with the audit

@@ -1,0 +1,102 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStepDownRelease: after a step-down at a shutdown, or after the work returned, the
+// node's next election request is the release of its term (the elector's promise), unless
+// a kill came between. The mutants this catches: Lead's release condition negated or made
+// false, which leaves the lease to run out at every stop.
+func TestStepDownRelease(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// after runs once n1 has stepped down from token tok with reason.
+		reason string
+		after  func(s *sim, tok int64)
+		want   Verdict
+	}{
+		{"shutdown, then the release", reasonShutdown, func(s *sim, tok int64) { s.release(0, tok) }, Valid},
+		{"work returned, then the release", reasonLeadReturned, func(s *sim, tok int64) { s.release(0, tok) }, Valid},
+		{"shutdown, then an acquire of the restarted node", reasonShutdown, func(s *sim, tok int64) {
+			s.adv(time.Second)
+			s.acquire(0)
+		}, Invalid},
+		{"work returned, then an acquire", reasonLeadReturned, func(s *sim, tok int64) {
+			s.adv(500 * time.Millisecond)
+			s.acquire(0)
+		}, Invalid},
+		{"shutdown, then the release of another token", reasonShutdown, func(s *sim, tok int64) { s.release(0, tok+7) }, Invalid},
+		{"shutdown, a kill, then an acquire", reasonShutdown, func(s *sim, tok int64) {
+			id := s.injectFault("kill", "n1")
+			s.adv(time.Second)
+			s.healFault(id)
+			s.acquire(0)
+		}, Valid},
+		{"lease expired, then an acquire", "lease-expired", func(s *sim, tok int64) { s.acquire(0) }, Valid},
+		{"shutdown, and the record ends", reasonShutdown, func(s *sim, tok int64) {}, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.renew(0, tok)
+			s.adv(100 * time.Millisecond)
+			s.stepDown(0, tok, c.reason)
+			s.adv(time.Millisecond)
+			c.after(s, tok)
+			cr := checkOnly(t, s.end(), CheckStepDownRelease)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "without releasing") || cr.FirstViolation == 0) {
+				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
+			}
+		})
+	}
+}
+
+// A kill recorded an instant before the step-down (the harness records it before it
+// sends SIGKILL) still excuses the missing release: its restart came after.
+func TestStepDownReleaseKillRace(t *testing.T) {
+	s := newSim(simConfig{Seed: 1})
+	tok := s.acquire(0)
+	id := s.injectFault("kill", "n1")
+	s.stepDown(0, tok, reasonLeadReturned)
+	s.adv(time.Second)
+	s.healFault(id)
+	s.acquire(0)
+	if cr := checkOnly(t, s.end(), CheckStepDownRelease); cr.Verdict != Valid {
+		t.Fatalf("%s: %s %q", cr.Verdict, cr.Message, cr.Offending)
+	}
+}
+
+// The check judges fenceline's own elector in the listener workload only.
+func TestStepDownReleaseApplies(t *testing.T) {
+	for _, c := range []struct {
+		workload, target string
+		want             Verdict
+	}{
+		{"listener", "", Invalid},
+		{"register", "", NotApplicable},
+		{"listener", "redsync", NotApplicable},
+		{"listener", "node-cmd: node listener.js", NotApplicable},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		tok := s.acquire(0)
+		s.stepDown(0, tok, reasonShutdown)
+		s.adv(time.Second)
+		s.acquire(0)
+		run := s.end()
+		run.Info.Workload, run.Info.Target = c.workload, c.target
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckStepDownRelease}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Check(CheckStepDownRelease).Verdict; got != c.want {
+			t.Errorf("%s/%q: %s, want %s", c.workload, c.target, got, c.want)
+		}
+	}
+}
