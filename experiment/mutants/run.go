@@ -25,9 +25,9 @@ import (
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/harness"
 	"github.com/fenceline/fenceline/history"
-	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/internal/buildinfo"
 	"github.com/fenceline/fenceline/internal/exitcode"
+	"github.com/fenceline/fenceline/nemesis"
 	"github.com/fenceline/fenceline/workloads"
 )
 
