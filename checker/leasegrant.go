@@ -34,7 +34,9 @@ import (
 // outcome). A lock that forgets its holder early lets a newer term in as surely as one
 // granted twice, and a release recorded as refused that did delete the lock leaves the
 // history with no release to excuse the next grant: both are bugs of the lock, whatever
-// the nodes believed.
+// the nodes believed. And an acquire refused as held after the lock's last holder
+// released it (answered done), with no acquire that could have taken it between, was
+// refused by a lock that kept a released term (heldAfterRelease).
 //
 // lease-exclusion sees a twice-granted lock only when the older holder goes on
 // believing long enough; a fence rejects that holder's next write within a poll, often
@@ -195,9 +197,12 @@ func leaseGrant(p *parsed) CheckResult {
 			"%s's %s of token %d (sent %s) was refused as not its own at %s, while the lease was still its own: its %s sent at %s (answered at %s) kept it until %s at the earliest; no release of that term, takeover of it or Redis fault that loses data came between",
 			p.nodes[e.node], e.kind, e.token, p.t(e.call), p.t(e.ret), grantWhat(g), p.t(g.call), p.t(g.ret), p.t(g.call+int64(ttl)))})
 	}
+	heldFree, heldBad := heldAfterRelease(p, losses, ttl)
+	bad = append(bad, heldBad...)
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(twice),
-		"late_releases_done": int64(lateReleases), "refusals": int64(refusals), "refused_in_lease": int64(refused)}
+		"late_releases_done": int64(lateReleases), "refusals": int64(refusals), "refused_in_lease": int64(refused),
+		"acquires_refused_after_release": int64(heldFree), "refused_free": int64(len(heldBad))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis; %d renewals and releases refused, none while the lease was still the holder's (tolerance %v)", checked, refusals, tolerance)
 		return cr
@@ -213,10 +218,69 @@ func leaseGrant(p *parsed) CheckResult {
 	if refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d refused renewals and releases were refused while the lease was still the holder's", refused, refusals))
 	}
+	if len(heldBad) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d acquires refused after a release were refused while no term could hold the lock", len(heldBad), heldFree))
+	}
 	cr.Message = strings.Join(parts, "; ")
 	cr.setOffending(bad, 5, 0)
 	return cr
 }
+
+// heldAfterRelease judges the acquires refused as held (fail, not-held; not an
+// adoption) whose latest preceding lock event is a release answered as done: that
+// release deleted the lock (it held the term's value when Redis ran it), and only an
+// acquire sets it again, so another acquire must have run between the release and the
+// refused one. An acquire of any node, of any outcome but a refusal, whose call and
+// return bracket a moment in between could have; a Redis fault that loses data may bring
+// an older lock back. With neither, the refusal claims a holder that did not exist: a
+// release answered as done that kept the lock (its DEL dropped, say), which leaves every
+// standby a lease behind at every stop. It returns how many refusals it judged and the
+// findings.
+func heldAfterRelease(p *parsed, losses []*fault, ttl time.Duration) (int, []finding) {
+	if p.run.Info.Variant == redlockVariant {
+		// Its lock is several servers' keys: a release done on a majority may leave a
+		// minority's, and an acquire is refused by a majority's.
+		return 0, nil
+	}
+	var releases, sets []elOp // releases answered done; acquires that may have set the lock
+	for _, e := range p.el {
+		switch {
+		case e.kind == history.KindRelease && e.typ == history.OK:
+			releases = append(releases, e)
+		case e.kind == history.KindAcquire && e.typ != history.Fail:
+			sets = append(sets, e)
+		}
+	}
+	judged := 0
+	var bad []finding
+	for _, a := range p.el {
+		if a.kind != history.KindAcquire || !a.notHeld || a.token != 0 {
+			continue
+		}
+		// The latest release done before a was sent.
+		var r *elOp
+		for i := range releases {
+			if releases[i].ret <= a.call && (r == nil || releases[i].ret > r.ret) {
+				r = &releases[i]
+			}
+		}
+		if r == nil {
+			continue
+		}
+		judged++
+		set := slices.ContainsFunc(sets, func(x elOp) bool { return x.call < a.ret && x.ret > r.call })
+		if set || lossDuring(p, losses, r.call, a.ret, ttl) {
+			continue
+		}
+		bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
+			"%s's acquire (sent %s) was refused as held at %s, after %s's release of token %d had been answered as done at %s: the release deleted the lock, no acquire could have taken it between, and no Redis fault that loses data came between",
+			p.nodes[a.node], p.t(a.call), p.t(a.ret), p.nodes[r.node], r.token, p.t(r.ret))})
+	}
+	return judged, bad
+}
+
+// redlockVariant is variants.RedlockMajority, whose lock is a majority of servers.
+const redlockVariant = "redlock-majority"
 
 // refusalExcused reports whether a refusal of a term's request (sent at call, returned
 // at ret) after its grant g is explained by design: the term's own release sent

@@ -274,3 +274,65 @@ func TestLeaseGrantLateReleaseDone(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseGrantHeldAfterRelease: an acquire refused as held after the holder's release
+// was answered as done, with no acquire between that could have taken the lock, is a
+// lock that kept a released term (the release script's DEL dropped, a mutant).
+func TestLeaseGrantHeldAfterRelease(t *testing.T) {
+	refuse := func(s *sim, node int) {
+		i := s.invoke(node, history.KindAcquire, history.Event{})
+		s.adv(time.Millisecond)
+		s.complete(i, history.Fail, history.Event{Error: history.ErrNotHeld})
+	}
+	for _, c := range []struct {
+		name    string
+		variant string
+		between func(s *sim)
+		want    Verdict
+	}{
+		{"refused after the release", "", nil, Invalid},
+		{"another acquire took the lock between", "", func(s *sim) { s.acquire(2) }, Valid},
+		{"another acquire of unknown outcome between", "", func(s *sim) {
+			i := s.invoke(2, history.KindAcquire, history.Event{})
+			s.adv(time.Millisecond)
+			s.complete(i, history.Info, history.Event{Error: "timeout"})
+		}, Valid},
+		{"another acquire refused between", "", func(s *sim) { refuse(s, 2) }, Invalid},
+		{"a restart without persistence between", "", func(s *sim) {
+			id := s.injectFault("redis-restart-volatile", "redis")
+			s.adv(100 * time.Millisecond)
+			s.healFault(id)
+		}, Valid},
+		{"a Redlock deployment", redlockVariant, nil, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.renew(0, tok)
+			s.adv(50 * time.Millisecond)
+			s.stepDown(0, tok, reasonShutdown)
+			s.release(0, tok)
+			s.adv(time.Millisecond)
+			if c.between != nil {
+				c.between(s)
+			}
+			refuse(s, 1)
+			run := s.end()
+			run.Info.Variant = c.variant
+			cr := checkOnly(t, run, CheckLeaseGrant)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "refused as held") || cr.FirstViolation == 0) {
+				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
+			}
+		})
+	}
+	// Refused before any release: the holder's lease may still run; not judged here.
+	s := newSim(simConfig{Seed: 1})
+	s.acquire(0)
+	refuse(s, 1)
+	if cr := checkOnly(t, s.end(), CheckLeaseGrant); cr.Verdict != Valid {
+		t.Errorf("refused while held: %s: %s", cr.Verdict, cr.Message)
+	}
+}
