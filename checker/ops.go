@@ -80,6 +80,7 @@ type stepDown struct {
 	time   int64
 	token  int64
 	reason string
+	id     string
 }
 
 type fault struct {
@@ -197,7 +198,7 @@ func parse(run *history.Run) (*parsed, error) {
 			faultEvs = append(faultEvs, e)
 			continue
 		case history.KindStepDown:
-			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason})
+			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason, id: e.ID})
 			p.counts.StepDowns++
 			continue
 		}

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/fenceline/fenceline/history"
 )
@@ -12,7 +13,8 @@ import (
 // its work returned, releases its lease before the node sends anything else, so that a
 // standby takes over at once (on the release notice) instead of a lease later. The
 // node's next election request after such a step-down must therefore be the release of
-// that term's token. A node that was killed between the two is excused (it had no
+// that term's token, and after a shutdown the same process (the boot of its operation
+// ids, docs/history.md) sends nothing more: its elector has stopped. A node that was killed between the two is excused (it had no
 // chance to send it); a node whose record ends after the step-down is not judged (it was
 // killed, or the run ended). A term that ended because its lease expired or a renewal
 // was refused is not judged either: its lock is no longer its own to release.
@@ -28,6 +30,16 @@ const (
 	reasonShutdown     = "shutdown"
 	reasonLeadReturned = "lead-returned"
 )
+
+// bootOf returns the process part of an operation id "<node>/<boot>/<seq>"
+// (docs/history.md), or "" for an id of another form.
+func bootOf(id string) string {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[1]
+}
 
 // nodeKill reports whether a fault of kind ends the target's process without a
 // graceful stop (SIGKILL), so that it could not release.
@@ -84,12 +96,26 @@ func stepDownRelease(p *parsed) CheckResult {
 		}
 		judged++
 		next := ops[i]
-		if (next.kind == history.KindRelease && next.token == sd.token) || killedBetween(sd.node, sd.time, next.call) {
+		if (next.kind != history.KindRelease || next.token != sd.token) && !killedBetween(sd.node, sd.time, next.call) {
+			bad = append(bad, finding{at: next.call, what: fmt.Sprintf(
+				"%s stepped down from token %d at %s (%s) and sent its %s of token %d at %s without releasing the lease first, and no kill of it came between",
+				p.nodes[sd.node], sd.token, p.t(sd.time), sd.reason, next.kind, next.token, p.t(next.call))})
 			continue
 		}
-		bad = append(bad, finding{at: next.call, what: fmt.Sprintf(
-			"%s stepped down from token %d at %s (%s) and sent its %s of token %d at %s without releasing the lease first, and no kill of it came between",
-			p.nodes[sd.node], sd.token, p.t(sd.time), sd.reason, next.kind, next.token, p.t(next.call))})
+		if sd.reason != reasonShutdown {
+			continue
+		}
+		// A shutdown ends the process's election: after its release, the same process
+		// (the boot of its operation ids) sends nothing more.
+		boot := bootOf(sd.id)
+		for _, e := range ops[i+1:] {
+			if boot != "" && bootOf(p.evs.At(int(e.ev)).ID) == boot {
+				bad = append(bad, finding{at: e.call, what: fmt.Sprintf(
+					"%s stepped down from token %d at %s for a shutdown, released it, and the same process (boot %s) then sent its %s of token %d at %s",
+					p.nodes[sd.node], sd.token, p.t(sd.time), boot, e.kind, e.token, p.t(e.call))})
+				break
+			}
+		}
 	}
 	cr.Stats = map[string]int64{"judged": int64(judged), "unreleased": int64(len(bad))}
 	if len(bad) == 0 {

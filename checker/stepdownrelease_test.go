@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,52 @@ func TestStepDownReleaseApplies(t *testing.T) {
 		if got := res.Check(CheckStepDownRelease).Verdict; got != c.want {
 			t.Errorf("%s/%q: %s, want %s", c.workload, c.target, got, c.want)
 		}
+	}
+}
+
+// After a shutdown, the process that stepped down sends nothing but its release: an
+// elector that read its work's return as a shutdown (Lead's reasons swapped, a mutant)
+// releases and campaigns on in the same process. A restarted process may campaign.
+func TestStepDownReleaseAfterShutdown(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		restarted bool
+		want      Verdict
+	}{
+		{"the same process campaigns on", false, Invalid},
+		{"a restarted process campaigns", true, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.stepDown(0, tok, reasonShutdown)
+			s.release(0, tok)
+			s.adv(time.Second)
+			later := len(s.events)
+			s.acquire(0)
+			// The node's ids in its recorder's form, <node>/<boot>/e<seq>.
+			ids := map[string]string{}
+			for i := range s.events {
+				e := &s.events[i]
+				if e.Node != "n1" {
+					continue
+				}
+				if _, ok := ids[e.ID]; !ok {
+					boot := "b1"
+					if c.restarted && i >= later {
+						boot = "b2"
+					}
+					ids[e.ID] = fmt.Sprintf("n1/%s/e%d", boot, len(ids)+1)
+				}
+				e.ID = ids[e.ID]
+			}
+			cr := checkOnly(t, s.end(), CheckStepDownRelease)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "same process (boot b1)")) {
+				t.Errorf("offending %q", cr.Offending)
+			}
+		})
 	}
 }
