@@ -256,7 +256,7 @@ var staleLeaderFaults = []string{faults.Pause, faults.Delay, faults.PartitionRes
 // release may then come late), or restart Redis.
 func probed(kinds []string) bool {
 	return slices.ContainsFunc(kinds, func(k string) bool {
-		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart
+		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart || k == faults.FPTakeoverRace
 	})
 }
 
@@ -265,7 +265,7 @@ func probed(kinds []string) bool {
 // one Redis with the Redis store, whose faults call for some (probed; `--nemesis all`
 // for every one), so that narrowing the faults never loses the probe that exposes what
 // they can do.
-func (s Spec) probes() bool { return probed(s.Nemeses) && s.noProbe() == "" }
+func (s Spec) probes() bool { return probed(s.probeKinds()) && s.noProbe() == "" }
 
 // noProbe says why the run cannot have the probes; "" if it can.
 func (s Spec) noProbe() string {
@@ -316,6 +316,10 @@ func (s Spec) noProbe() string {
 //     (bsm/redislock#93) overwrites that node's lock;
 //   - stop: fp-release-race, a stop whose two-step release stalls between its GET and
 //     its DEL (the pattern's other wrong unlock);
+//   - fp-takeover-race, which probeKinds adds to a kill when the nodes take over on
+//     disconnect (not in a default run): the leader killed and every standby stalled
+//     between seeing it gone and taking over, so that the second taker's script finds
+//     the first's lock, which it must leave alone;
 //   - a fault that can make a stale leader: a forward clock jump on each of the first
 //     three nodes in turn (the leader's only makes it step down early): on a standby, a
 //     node that judges the holder's lease by its own clock (the Redlock critique) takes a
@@ -370,6 +374,9 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	if stop {
 		add(faults.FPReleaseRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
+	if slices.Contains(kinds, faults.FPTakeoverRace) {
+		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
 	if stale {
 		for i := 1; i <= min(nodes, 3); i++ {
 			// Variant 0 is the jump forward, by 1.5 leases here.
@@ -397,12 +404,17 @@ func (s Spec) redlockServers() int {
 }
 
 // probeKinds are the fault kinds WithStaleLeaderProbes opens the run for: its faults, and
-// with Redlock servers their restart, when its faults restart Redis (`--nemesis all`).
+// with Redlock servers their restart, when its faults restart Redis (`--nemesis all`),
+// and with takeover on disconnect fp-takeover-race, when its faults kill a node.
 func (s Spec) probeKinds() []string {
-	if s.redlockServers() > 0 && slices.Contains(s.Nemeses, faults.RedisRestart) && !slices.Contains(s.Nemeses, faults.RedlockRestart) {
-		return append(slices.Clone(s.Nemeses), faults.RedlockRestart)
+	kinds := s.Nemeses
+	if s.redlockServers() > 0 && slices.Contains(kinds, faults.RedisRestart) && !slices.Contains(kinds, faults.RedlockRestart) {
+		kinds = append(slices.Clone(kinds), faults.RedlockRestart)
 	}
-	return s.Nemeses
+	if s.Takeover && slices.Contains(kinds, faults.Kill) && !slices.Contains(kinds, faults.FPTakeoverRace) {
+		kinds = append(slices.Clone(kinds), faults.FPTakeoverRace)
+	}
+	return kinds
 }
 
 // Start is where the run's token counter and cursor begin: the pinned values, 0 for a

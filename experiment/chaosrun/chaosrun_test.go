@@ -161,6 +161,44 @@ func TestStaleLeaderProbes(t *testing.T) {
 	}
 }
 
+// A run whose nodes take over on disconnect gets fp-takeover-race when its faults kill a
+// node, after the other probes (before the clock jumps), and a kills-only run gets it
+// alone; no other run gets it.
+func TestTakeoverRaceProbe(t *testing.T) {
+	for _, c := range []struct {
+		s    Spec
+		want bool
+	}{
+		{Spec{Takeover: true, Nemeses: faults.All()}, true},
+		{Spec{Takeover: true, Nemeses: []string{faults.Kill}}, true},
+		{Spec{Nemeses: faults.All()}, false},
+		{Spec{Takeover: true, Nemeses: []string{faults.Pause}}, false},
+	} {
+		if got := slices.Contains(c.s.probeKinds(), faults.FPTakeoverRace); got != c.want {
+			t.Errorf("takeover %v, faults %v: fp-takeover-race %v, want %v", c.s.Takeover, c.s.Nemeses, got, c.want)
+		}
+		if got := probed(c.s.probeKinds()); c.want && !got {
+			t.Errorf("takeover %v, faults %v: not probed", c.s.Takeover, c.s.Nemeses)
+		}
+	}
+	steps, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Seed: 3, Kinds: faults.All(), Duration: time.Minute, LeaseTTL: 2 * time.Second, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, Spec{Takeover: true, Nemeses: faults.All()}.probeKinds())[:10] {
+		kinds = append(kinds, p.Kind)
+	}
+	want := []string{faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.FPTakeoverRace, faults.Clock, faults.Clock, faults.Clock}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("probes %v, want %v", kinds, want)
+	}
+	got := WithStaleLeaderProbes(steps, 2*time.Second, 3, []string{faults.Kill, faults.FPTakeoverRace})
+	if len(got) != len(steps)+1 || got[0].Kind != faults.FPTakeoverRace || !got[0].Aim.Leader {
+		t.Errorf("kills with takeover: first step %+v of %d", got[0], len(got))
+	}
+}
+
 // A run of the Redlock variant has its servers, and their restart opens its probes when
 // its faults restart Redis; no other run has either, nor takes the fault.
 func TestRedlockProbe(t *testing.T) {
