@@ -124,7 +124,9 @@ func leaseGrant(p *parsed) CheckResult {
 		if t, ok := released[termKey{g.node, g.token}]; ok && t <= a.ret {
 			return true
 		}
-		if p.takeovers[termKey{a.node, a.token}] == p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10) {
+		// A takeover ends the term it took: it excuses that term's grants sent before it
+		// returned, never a renewal sent after (the lock then held the taker's value).
+		if p.takeovers[termKey{a.node, a.token}] == p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10) && g.call < a.ret {
 			return true
 		}
 		// A loss between the two, in either order, voids the premise too: a counter that

@@ -73,6 +73,9 @@ func TestLeaseGrant(t *testing.T) {
 		{"acquire within the tolerance", ttl - ttl/40, false, nil, Valid},
 		{"acquire after a release", ttl / 2, false, release, Valid},
 		{"takeover on disconnect", ttl / 2, false, takeover, Valid},
+		// The taken-over term's renewal sent after the takeover returned, answered OK:
+		// the renew script extended the taker's lock (its GET check dropped, a mutant).
+		{"renewal after a takeover of the term", ttl / 2, true, takeover, Invalid},
 		{"acquire after a restart without persistence", ttl / 2, false, fault("redis-restart-volatile"), Valid},
 		// The append-only file is synced before each reply: a restart loses no lease.
 		{"acquire after a persistent restart", ttl / 2, false, fault("redis-restart"), Invalid},
