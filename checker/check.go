@@ -85,8 +85,8 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 			cr = leaseExclusion(p, res.Overlaps)
 		case CheckLeaseGrant:
 			cr = leaseGrant(p)
-		case CheckStepDownRelease:
-			cr = stepDownRelease(p)
+		case CheckStepDown:
+			cr = stepDownCheck(p)
 		case CheckUnexplainedLeaderChange:
 			cr = unexplainedChanges(p, res.Changes)
 		}

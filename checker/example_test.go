@@ -38,7 +38,7 @@ func ExampleCheck() {
 	// leadership-overlap  valid
 	// lease-exclusion     valid
 	// lease-grant         valid
-	// step-down-release   valid
+	// step-down           valid
 	// unexplained-leader-change valid
 	// audit #19: n1 op n1-28 accepted with token 1 after audit #17 (op n3-26) accepted token 2
 }

@@ -32,10 +32,10 @@ func TestNoFenceReport(t *testing.T) {
 	validateJUnit(t, path)
 	junit := string(readFile(t, path))
 	// Three checks do not apply to a target without a fence: no-stale-write, lease-grant
-	// (the target's lock is not fenceline's Redis lease) and step-down-release (nor its
+	// (the target's lock is not fenceline's Redis lease) and step-down (nor its
 	// elector).
 	if !strings.Contains(junit, "<skipped>not applicable, no fence") || !strings.Contains(junit, "<skipped>the design under test (redsync)") ||
 		!strings.Contains(junit, `skipped="3"`) {
-		t.Errorf("junit.xml has not no-stale-write, lease-grant and step-down-release skipped:\n%s", junit)
+		t.Errorf("junit.xml has not no-stale-write, lease-grant and step-down skipped:\n%s", junit)
 	}
 }

@@ -19,7 +19,7 @@ import (
 var prefixChecks = []string{
 	checker.CheckLinearizability, checker.CheckStaleWrite, checker.CheckUniqueTokens,
 	checker.CheckCursorMonotonic, checker.CheckLeaseExclusion, checker.CheckLeaseGrant,
-	checker.CheckStepDownRelease,
+	checker.CheckStepDown,
 }
 
 // SoFar checks the history a running run in dir has recorded so far, with the audit

@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// TestStepDownRelease: after a step-down at a shutdown, or after the work returned, the
+// TestStepDown: after a step-down at a shutdown, or after the work returned, the
 // node's next election request is the release of its term (the elector's promise), unless
 // a kill came between. The mutants this catches: Lead's release condition negated or made
 // false, which leaves the lease to run out at every stop.
-func TestStepDownRelease(t *testing.T) {
+func TestStepDown(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		// after runs once n1 has stepped down from token tok with reason.
@@ -37,7 +37,7 @@ func TestStepDownRelease(t *testing.T) {
 			s.healFault(id)
 			s.acquire(0)
 		}, Valid},
-		{"lease expired, then an acquire", "lease-expired", func(s *sim, tok int64) { s.acquire(0) }, Valid},
+		{"lease expired, then an acquire", reasonLeaseExpired, func(s *sim, tok int64) { s.acquire(0) }, Valid},
 		{"shutdown, and the record ends", reasonShutdown, func(s *sim, tok int64) {}, Valid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,10 +45,13 @@ func TestStepDownRelease(t *testing.T) {
 			tok := s.acquire(0)
 			s.renew(0, tok)
 			s.adv(100 * time.Millisecond)
+			if c.reason == reasonLeaseExpired {
+				s.adv(s.cfg.LeaseTTL) // at its deadline, not before
+			}
 			s.stepDown(0, tok, c.reason)
 			s.adv(time.Millisecond)
 			c.after(s, tok)
-			cr := checkOnly(t, s.end(), CheckStepDownRelease)
+			cr := checkOnly(t, s.end(), CheckStepDown)
 			if cr.Verdict != c.want {
 				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
 			}
@@ -61,7 +64,7 @@ func TestStepDownRelease(t *testing.T) {
 
 // A kill recorded an instant before the step-down (the harness records it before it
 // sends SIGKILL) still excuses the missing release: its restart came after.
-func TestStepDownReleaseKillRace(t *testing.T) {
+func TestStepDownKillRace(t *testing.T) {
 	s := newSim(simConfig{Seed: 1})
 	tok := s.acquire(0)
 	id := s.injectFault("kill", "n1")
@@ -69,13 +72,13 @@ func TestStepDownReleaseKillRace(t *testing.T) {
 	s.adv(time.Second)
 	s.healFault(id)
 	s.acquire(0)
-	if cr := checkOnly(t, s.end(), CheckStepDownRelease); cr.Verdict != Valid {
+	if cr := checkOnly(t, s.end(), CheckStepDown); cr.Verdict != Valid {
 		t.Fatalf("%s: %s %q", cr.Verdict, cr.Message, cr.Offending)
 	}
 }
 
 // The check judges fenceline's own elector in the listener workload only.
-func TestStepDownReleaseApplies(t *testing.T) {
+func TestStepDownApplies(t *testing.T) {
 	for _, c := range []struct {
 		workload, target string
 		want             Verdict
@@ -92,11 +95,11 @@ func TestStepDownReleaseApplies(t *testing.T) {
 		s.acquire(0)
 		run := s.end()
 		run.Info.Workload, run.Info.Target = c.workload, c.target
-		res, err := Check(context.Background(), run, Options{Checks: []string{CheckStepDownRelease}})
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckStepDown}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := res.Check(CheckStepDownRelease).Verdict; got != c.want {
+		if got := res.Check(CheckStepDown).Verdict; got != c.want {
 			t.Errorf("%s/%q: %s, want %s", c.workload, c.target, got, c.want)
 		}
 	}
@@ -105,7 +108,7 @@ func TestStepDownReleaseApplies(t *testing.T) {
 // After a shutdown, the process that stepped down sends nothing but its release: an
 // elector that read its work's return as a shutdown (Lead's reasons swapped, a mutant)
 // releases and campaigns on in the same process. A restarted process may campaign.
-func TestStepDownReleaseAfterShutdown(t *testing.T) {
+func TestStepDownAfterShutdown(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		restarted bool
@@ -138,12 +141,56 @@ func TestStepDownReleaseAfterShutdown(t *testing.T) {
 				}
 				e.ID = ids[e.ID]
 			}
-			cr := checkOnly(t, s.end(), CheckStepDownRelease)
+			cr := checkOnly(t, s.end(), CheckStepDown)
 			if cr.Verdict != c.want {
 				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
 			}
 			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "same process (boot b1)")) {
 				t.Errorf("offending %q", cr.Offending)
+			}
+		})
+	}
+}
+
+// A step-down for an expired lease comes at the deadline the term's confirmed grants gave
+// it, not before: an elector that never counts its renewals (Lead's error test negated,
+// a mutant) gives up every lease at its first deadline. A clock fault on the node
+// excuses it.
+func TestStepDownEarlyExpiry(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, c := range []struct {
+		name  string
+		after time.Duration // from the last renewal's send to the step-down
+		clock bool
+		want  Verdict
+	}{
+		{"at the deadline", ttl - ttl/20, false, Valid},
+		{"within the drift margin before it", ttl - 2*ttl/20 + time.Millisecond, false, Valid},
+		// Two renewals confirmed, the step-down at the acquire's deadline.
+		{"a renewal's lease ahead", ttl - ttl/20 - 1333*time.Millisecond, false, Invalid},
+		{"a renewal's lease ahead, a clock fault on the node", ttl - ttl/20 - 1333*time.Millisecond, true, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			if c.clock {
+				id := s.injectFault("clock", "n1")
+				defer s.healFault(id)
+			}
+			s.adv(667 * time.Millisecond)
+			s.renew(0, tok)
+			s.adv(666 * time.Millisecond)
+			sent := s.now
+			s.renew(0, tok)
+			s.now = sent + int64(c.after)
+			s.stepDown(0, tok, reasonLeaseExpired)
+			s.adv(time.Millisecond)
+			cr := checkOnly(t, s.end(), CheckStepDown)
+			if cr.Verdict != c.want {
+				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
+			}
+			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "for an expired lease") || cr.FirstViolation == 0) {
+				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
 			}
 		})
 	}

@@ -1,0 +1,200 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fenceline/fenceline/history"
+)
+
+// CheckStepDown judges the two promises fenceline's elector makes about when a term
+// ends, which a history shows and the fence never enforces.
+//
+// A term that ends because the node shuts down, or because its work returned, releases
+// its lease before the node sends anything else, so that a standby takes over at once (on
+// the release notice) instead of a lease later. The node's next election request after
+// such a step-down must be the release of that term's token, and after a shutdown the
+// same process (the boot of its operation ids, docs/history.md) sends nothing more: its
+// elector has stopped. A kill of the node between the two excuses it; a node whose
+// record ends after the step-down is not judged (it was killed, or the run ended).
+//
+// A term that ends because its lease expired ends at its deadline, the send time of its
+// last grant that the node saw confirmed (acquire or renewal) plus LeaseTTL less the
+// drift margin: a step-down for expiry more than a drift margin before that gave up a
+// lease the lock still held, a failover nothing called for (an elector that never counts
+// its renewals). A clock fault on the node excuses it: the deadline is on the node's
+// clock.
+//
+// Neither is a safety bug; both are failovers the design does not make, at every stop or
+// every lease. It applies where lease-grant does: fenceline's own election in the
+// listener workload.
+const CheckStepDown = "step-down"
+
+// Step-down reasons after which the elector releases (election.ReasonShutdown,
+// election.ReasonLeadReturned).
+const (
+	reasonShutdown     = "shutdown"
+	reasonLeadReturned = "lead-returned"
+)
+
+// bootOf returns the process part of an operation id "<node>/<boot>/<seq>"
+// (docs/history.md), or "" for an id of another form.
+func bootOf(id string) string {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[1]
+}
+
+// nodeKill reports whether a fault of kind ends the target's process without a
+// graceful stop (SIGKILL), so that it could not release.
+func nodeKill(kind string) bool {
+	switch kind {
+	case "kill", "fp-stall-new-leader", "fp-takeover-race":
+		return true
+	}
+	return false
+}
+
+func stepDownCheck(p *parsed) CheckResult {
+	cr := CheckResult{Name: CheckStepDown, Verdict: Valid}
+	info := &p.run.Info
+	switch {
+	case info.Workload == "register":
+		cr.Verdict, cr.Message = NotApplicable, "the register workload elects no leader"
+		return cr
+	case info.Target != "":
+		cr.Verdict, cr.Message = NotApplicable, fmt.Sprintf("the design under test (%s) is not fenceline's elector, whose release at a step-down this check knows", info.Target)
+		return cr
+	}
+	byNode := map[int32][]elOp{} // each node's requests, in the order it sent them
+	for _, e := range p.el {
+		byNode[e.node] = append(byNode[e.node], e)
+	}
+	kills := map[string][]fault{} // each node's kills
+	for _, f := range p.faults {
+		if !f.failed && nodeKill(f.kind) {
+			kills[f.node] = append(kills[f.node], f)
+		}
+	}
+	// A kill is recorded just before it is sent: one recorded an instant before the
+	// step-down still ended the process before its release, and its heal (the restart)
+	// came after.
+	killedBetween := func(node int32, from, to int64) bool {
+		for _, f := range kills[p.nodes[node]] {
+			if f.inject <= to && (f.heal == 0 || f.heal >= from) {
+				return true
+			}
+		}
+		return false
+	}
+	var bad []finding
+	judged := 0
+	for _, sd := range p.stepDowns {
+		if sd.reason != reasonShutdown && sd.reason != reasonLeadReturned {
+			continue
+		}
+		ops := byNode[sd.node]
+		i := sort.Search(len(ops), func(i int) bool { return ops[i].call >= sd.time })
+		if i == len(ops) {
+			continue
+		}
+		judged++
+		next := ops[i]
+		if (next.kind != history.KindRelease || next.token != sd.token) && !killedBetween(sd.node, sd.time, next.call) {
+			bad = append(bad, finding{at: next.call, what: fmt.Sprintf(
+				"%s stepped down from token %d at %s (%s) and sent its %s of token %d at %s without releasing the lease first, and no kill of it came between",
+				p.nodes[sd.node], sd.token, p.t(sd.time), sd.reason, next.kind, next.token, p.t(next.call))})
+			continue
+		}
+		if sd.reason != reasonShutdown {
+			continue
+		}
+		// A shutdown ends the process's election: after its release, the same process
+		// (the boot of its operation ids) sends nothing more.
+		boot := bootOf(sd.id)
+		for _, e := range ops[i+1:] {
+			if boot != "" && bootOf(p.evs.At(int(e.ev)).ID) == boot {
+				bad = append(bad, finding{at: e.call, what: fmt.Sprintf(
+					"%s stepped down from token %d at %s for a shutdown, released it, and the same process (boot %s) then sent its %s of token %d at %s",
+					p.nodes[sd.node], sd.token, p.t(sd.time), boot, e.kind, e.token, p.t(e.call))})
+				break
+			}
+		}
+	}
+	unreleased := len(bad)
+	expiries, early := earlyExpiries(p)
+	bad = append(bad, early...)
+	cr.Stats = map[string]int64{"judged": int64(judged), "unreleased": int64(unreleased), "expiries": int64(expiries), "early": int64(len(early))}
+	if len(bad) == 0 {
+		cr.Message = fmt.Sprintf("%d step-downs at a shutdown or after the work returned, each followed by the release of its term; %d for an expired lease, none before its deadline", judged, expiries)
+		return cr
+	}
+	cr.Verdict = Invalid
+	var parts []string
+	if unreleased > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d step-downs at a shutdown or after the work returned were not followed by the release of their term", unreleased, judged))
+	}
+	if len(early) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d step-downs for an expired lease came before the deadline its confirmed grants gave it", len(early), expiries))
+	}
+	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
+	cr.Message = strings.Join(parts, "; ")
+	cr.setOffending(bad, 5, 0)
+	return cr
+}
+
+// reasonLeaseExpired is election.ReasonLeaseExpired.
+const reasonLeaseExpired = "lease-expired"
+
+// earlyExpiries judges the step-downs for an expired lease against the deadline the
+// term's confirmed grants gave it (CheckStepDown), and returns how many it judged and the
+// findings. The node reads its send time before it records the request, so a deadline
+// taken from the recorded call is never early; the drift margin is the tolerance.
+func earlyExpiries(p *parsed) (int, []finding) {
+	ttl := p.run.Info.LeaseTTL
+	if ttl <= 0 {
+		return 0, nil
+	}
+	margin := int64(ttl / driftDivisor)
+	clocked := map[string][]fault{}
+	for _, f := range p.faults {
+		if f.kind == "clock" {
+			clocked[f.node] = append(clocked[f.node], f)
+		}
+	}
+	judged := 0
+	var bad []finding
+	for _, sd := range p.stepDowns {
+		if sd.reason != reasonLeaseExpired || sd.token <= 0 {
+			continue
+		}
+		var last *elOp // the term's latest grant confirmed before the step-down
+		for i := range p.el {
+			e := &p.el[i]
+			if e.node == sd.node && e.token == sd.token && e.typ == history.OK && e.ret <= sd.time &&
+				(e.kind == history.KindAcquire || e.kind == history.KindRenew) && (last == nil || e.call > last.call) {
+				last = e
+			}
+		}
+		if last == nil {
+			continue
+		}
+		judged++
+		deadline := last.call + int64(ttl) - margin
+		if sd.time >= deadline-margin || slices.ContainsFunc(clocked[p.nodes[sd.node]], func(f fault) bool {
+			return f.inject <= sd.time && (f.heal == 0 || f.heal >= last.call)
+		}) {
+			continue
+		}
+		bad = append(bad, finding{at: sd.time, what: fmt.Sprintf(
+			"%s stepped down from token %d at %s for an expired lease, %v before the deadline its %s sent at %s (answered at %s) gave it, %s; no clock fault on it came between",
+			p.nodes[sd.node], sd.token, p.t(sd.time), time.Duration(deadline-sd.time).Round(time.Millisecond), last.kind, p.t(last.call), p.t(last.ret), p.t(deadline))})
+	}
+	return judged, bad
+}
