@@ -175,6 +175,14 @@ func (s *redisStore) runAcquire(ctx context.Context, instance string, ttl time.D
 	if err != nil {
 		return acquireReply{}, err
 	}
+	return parseAcquireReply(v)
+}
+
+// parseAcquireReply reads the acquire script's reply: {1, token, took over}, {0, holder,
+// pttl} or {-1, value or "", pttl}. Anything else is ErrUnexpectedReply: a refusal must
+// name the holder that refused it, since the script found the lock set (an empty holder
+// is a script that answered "held" for a free lock).
+func parseAcquireReply(v []any) (acquireReply, error) {
 	bad := fmt.Errorf("%w: acquire: %v", ErrUnexpectedReply, v)
 	if len(v) != 3 {
 		return acquireReply{}, bad
@@ -194,7 +202,7 @@ func (s *redisStore) runAcquire(ctx context.Context, instance string, ttl time.D
 	}
 	holder, ok2 := v[1].(string)
 	pttl, ok3 := v[2].(int64)
-	if !ok1 || !ok2 || !ok3 {
+	if !ok1 || !ok2 || !ok3 || (won != 0 && won != -1) || (won == 0 && holder == "") {
 		return acquireReply{}, bad
 	}
 	r := acquireReply{holder: holder, pttl: -1, absent: won == -1}
