@@ -87,6 +87,8 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 			cr = leaseGrant(p)
 		case CheckStepDown:
 			cr = stepDownCheck(p)
+		case CheckTakeoverWindow:
+			cr = takeoverWindow(p, res.Windows)
 		case CheckUnexplainedLeaderChange:
 			cr = unexplainedChanges(p, res.Changes)
 		}

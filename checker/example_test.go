@@ -39,6 +39,7 @@ func ExampleCheck() {
 	// lease-exclusion     valid
 	// lease-grant         valid
 	// step-down           valid
+	// takeover-window     not-applicable
 	// unexplained-leader-change valid
 	// audit #19: n1 op n1-28 accepted with token 1 after audit #17 (op n3-26) accepted token 2
 }

@@ -41,7 +41,7 @@ func AllChecks() []string {
 	return []string{
 		CheckLinearizability, CheckStaleWrite, CheckUniqueTokens, CheckExactlyOnce,
 		CheckCursorMonotonic, CheckProgress, CheckAudit, CheckLeadershipOverlap,
-		CheckLeaseExclusion, CheckLeaseGrant, CheckStepDown, CheckUnexplainedLeaderChange,
+		CheckLeaseExclusion, CheckLeaseGrant, CheckStepDown, CheckTakeoverWindow, CheckUnexplainedLeaderChange,
 	}
 }
 

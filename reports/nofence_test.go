@@ -31,11 +31,11 @@ func TestNoFenceReport(t *testing.T) {
 	path := filepath.Join(run.Dir, JUnitFile)
 	validateJUnit(t, path)
 	junit := string(readFile(t, path))
-	// Three checks do not apply to a target without a fence: no-stale-write, lease-grant
-	// (the target's lock is not fenceline's Redis lease) and step-down (nor its
-	// elector).
+	// Four checks do not apply to a target without a fence: no-stale-write, lease-grant
+	// (the target's lock is not fenceline's Redis lease), step-down and takeover-window
+	// (nor its elector).
 	if !strings.Contains(junit, "<skipped>not applicable, no fence") || !strings.Contains(junit, "<skipped>the design under test (redsync)") ||
-		!strings.Contains(junit, `skipped="3"`) {
-		t.Errorf("junit.xml has not no-stale-write, lease-grant and step-down skipped:\n%s", junit)
+		!strings.Contains(junit, `skipped="4"`) {
+		t.Errorf("junit.xml has not no-stale-write, lease-grant, step-down and takeover-window skipped:\n%s", junit)
 	}
 }
