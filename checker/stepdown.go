@@ -41,6 +41,18 @@ const (
 	reasonLeadReturned = "lead-returned"
 )
 
+// notOwnElector says why a run's nodes are not fenceline's own elector in the listener
+// workload, whose promises step-down and takeover-window judge; "" when they are.
+func notOwnElector(p *parsed) string {
+	switch info := &p.run.Info; {
+	case info.Workload == "register":
+		return "the register workload elects no leader"
+	case info.Target != "":
+		return fmt.Sprintf("the design under test (%s) is not fenceline's elector", info.Target)
+	}
+	return ""
+}
+
 // bootOf returns the process part of an operation id "<node>/<boot>/<seq>"
 // (docs/history.md), or "" for an id of another form.
 func bootOf(id string) string {
@@ -63,13 +75,8 @@ func nodeKill(kind string) bool {
 
 func stepDownCheck(p *parsed) CheckResult {
 	cr := CheckResult{Name: CheckStepDown, Verdict: Valid}
-	info := &p.run.Info
-	switch {
-	case info.Workload == "register":
-		cr.Verdict, cr.Message = NotApplicable, "the register workload elects no leader"
-		return cr
-	case info.Target != "":
-		cr.Verdict, cr.Message = NotApplicable, fmt.Sprintf("the design under test (%s) is not fenceline's elector, whose release at a step-down this check knows", info.Target)
+	if why := notOwnElector(p); why != "" {
+		cr.Verdict, cr.Message = NotApplicable, why
 		return cr
 	}
 	byNode := map[int32][]elOp{} // each node's requests, in the order it sent them

@@ -18,12 +18,9 @@ const CheckTakeoverWindow = "takeover-window"
 func takeoverWindow(p *parsed, windows []Window) CheckResult {
 	cr := CheckResult{Name: CheckTakeoverWindow, Verdict: Valid}
 	info := &p.run.Info
-	switch {
-	case info.Workload == "register":
-		cr.Verdict, cr.Message = NotApplicable, "the register workload elects no leader"
-		return cr
-	case info.Target != "":
-		cr.Verdict, cr.Message = NotApplicable, fmt.Sprintf("the design under test (%s) is not fenceline's elector", info.Target)
+	switch why := notOwnElector(p); {
+	case why != "":
+		cr.Verdict, cr.Message = NotApplicable, why
 		return cr
 	case !info.TakeoverOnDisconnect:
 		cr.Verdict, cr.Message = NotApplicable, "the nodes did not take over on disconnect"
