@@ -3,6 +3,7 @@ package checker_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/fenceline/fenceline/checker"
@@ -22,18 +23,22 @@ import (
 type realRun struct {
 	name    string
 	verdict checker.Verdict
-	// invalid lists the checks that must find a violation; every other check is valid.
-	invalid []string
+	// invalid lists the checks that must find a violation, notApplicable those that do
+	// not apply; every other check is valid.
+	invalid, notApplicable []string
 	// unknownCommits is how many commits of unknown outcome the history has; every one
 	// must be resolved by the audit stream.
 	unknownCommits int
 }
 
+// withoutTakeover: the stored runs' nodes did not take over on disconnect.
+var withoutTakeover = []string{checker.CheckTakeoverWindow}
+
 var realRuns = []realRun{
-	{name: "reference-valid", verdict: checker.Valid},
-	{name: "no-fence-delay-invalid", verdict: checker.Invalid, unknownCommits: 1,
+	{name: "reference-valid", verdict: checker.Valid, notApplicable: withoutTakeover},
+	{name: "no-fence-delay-invalid", verdict: checker.Invalid, unknownCommits: 1, notApplicable: withoutTakeover,
 		invalid: []string{checker.CheckLinearizability, checker.CheckStaleWrite, checker.CheckExactlyOnce, checker.CheckCursorMonotonic}},
-	{name: "unknown-outcomes-resolved", verdict: checker.Valid, unknownCommits: 2},
+	{name: "unknown-outcomes-resolved", verdict: checker.Valid, unknownCommits: 2, notApplicable: withoutTakeover},
 }
 
 func TestRealRuns(t *testing.T) {
@@ -60,8 +65,11 @@ func TestRealRuns(t *testing.T) {
 			}
 			for _, c := range res.Checks {
 				want := checker.Valid
-				if bad[c.Name] {
+				switch {
+				case bad[c.Name]:
 					want = checker.Invalid
+				case slices.Contains(rr.notApplicable, c.Name):
+					want = checker.NotApplicable
 				}
 				if c.Verdict != want {
 					t.Errorf("%s: %s (%s), want %s", c.Name, c.Verdict, c.Message, want)
