@@ -343,3 +343,39 @@ func checkOnly(t *testing.T, run *history.Run, name string) *CheckResult {
 	}
 	return res.Check(name)
 }
+
+// wantCheck fails t unless cr's verdict is want and, when that is Invalid, its first
+// offending entry says offends and its first violation is timed.
+func wantCheck(t *testing.T, cr *CheckResult, want Verdict, offends string) {
+	t.Helper()
+	if cr.Verdict != want {
+		t.Fatalf("%s, want %s: %s %q", cr.Verdict, want, cr.Message, cr.Offending)
+	}
+	if want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], offends) || cr.FirstViolation == 0) {
+		t.Errorf("offending %q (want %q), first violation %d", cr.Offending, offends, cr.FirstViolation)
+	}
+}
+
+// wantOwnElectorOnly checks that check judges fenceline's own elector in the listener
+// workload and nothing else: build makes a history that breaks check, which must be
+// invalid there and not applicable to the register workload or another design.
+func wantOwnElectorOnly(t *testing.T, check string, build func(s *sim)) {
+	t.Helper()
+	for _, c := range []struct {
+		workload, target string
+		want             Verdict
+	}{
+		{"listener", "", Invalid},
+		{"register", "", NotApplicable},
+		{"listener", "redsync", NotApplicable},
+		{"listener", "node-cmd: node listener.js", NotApplicable},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		build(s)
+		run := s.end()
+		run.Info.Workload, run.Info.Target = c.workload, c.target
+		if cr := checkOnly(t, run, check); cr.Verdict != c.want {
+			t.Errorf("%s %q: %s, want %s: %s", c.workload, c.target, cr.Verdict, c.want, cr.Message)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -92,12 +91,7 @@ func TestLeaseGrant(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cr := grantRun(t, c.gap, c.renewAfter, c.between)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "token 2") || cr.FirstViolation == 0) {
-				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
-			}
+			wantCheck(t, &cr, c.want, "token 2")
 		})
 	}
 }
@@ -105,29 +99,11 @@ func TestLeaseGrant(t *testing.T) {
 // TestLeaseGrantApplies: the check judges fenceline's own election in the listener
 // workload only.
 func TestLeaseGrantApplies(t *testing.T) {
-	for _, c := range []struct {
-		workload, target string
-		want             Verdict
-	}{
-		{"listener", "", Invalid},
-		{"register", "", NotApplicable},
-		{"listener", "redsync", NotApplicable},
-		{"listener", "node-cmd: node listener.js", NotApplicable},
-	} {
-		s := newSim(simConfig{Seed: 1})
+	wantOwnElectorOnly(t, CheckLeaseGrant, func(s *sim) {
 		s.token = s.acquire(0)
 		s.adv(time.Second)
-		s.leader, s.token = 1, s.acquire(1) // a twice-granted lock, where the check applies
-		run := s.end()
-		run.Info.Workload, run.Info.Target = c.workload, c.target
-		res, err := Check(context.Background(), run, Options{Checks: []string{CheckLeaseGrant}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cr := res.Check(CheckLeaseGrant); cr.Verdict != c.want {
-			t.Errorf("%s %q: %s, want %s: %s", c.workload, c.target, cr.Verdict, c.want, cr.Message)
-		}
-	}
+		s.leader, s.token = 1, s.acquire(1) // a twice-granted lock
+	})
 }
 
 // TestLeaseGrantCounterReset: after a Redis restart without persistence the counter
@@ -215,13 +191,7 @@ func TestLeaseGrantRefusal(t *testing.T) {
 			}
 			s.now = max(s.now, renewed+int64(c.gap))
 			refuse(s, c.kind, tok)
-			cr := checkOnly(t, s.end(), CheckLeaseGrant)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "refused as not its own") || cr.FirstViolation == 0) {
-				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
-			}
+			wantCheck(t, checkOnly(t, s.end(), CheckLeaseGrant), c.want, "refused as not its own")
 		})
 	}
 	// Only a not-held answer is a refusal: a fail with another error (the reports'
@@ -267,13 +237,7 @@ func TestLeaseGrantLateReleaseDone(t *testing.T) {
 			i := s.invoke(0, history.KindRelease, history.Event{Token: tok})
 			s.adv(s.lat())
 			s.complete(i, history.OK, history.Event{Token: tok})
-			cr := checkOnly(t, s.end(), CheckLeaseGrant)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "answered as done")) {
-				t.Errorf("offending %q", cr.Offending)
-			}
+			wantCheck(t, checkOnly(t, s.end(), CheckLeaseGrant), c.want, "answered as done")
 		})
 	}
 }
@@ -322,13 +286,7 @@ func TestLeaseGrantHeldAfterRelease(t *testing.T) {
 			refuse(s, 1)
 			run := s.end()
 			run.Info.Variant = c.variant
-			cr := checkOnly(t, run, CheckLeaseGrant)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "refused as held") || cr.FirstViolation == 0) {
-				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
-			}
+			wantCheck(t, checkOnly(t, run, CheckLeaseGrant), c.want, "refused as held")
 		})
 	}
 	// Refused before any release: the holder's lease may still run; not judged here.

@@ -1,9 +1,7 @@
 package checker
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 )
@@ -51,13 +49,7 @@ func TestStepDown(t *testing.T) {
 			s.stepDown(0, tok, c.reason)
 			s.adv(time.Millisecond)
 			c.after(s, tok)
-			cr := checkOnly(t, s.end(), CheckStepDown)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "without releasing") || cr.FirstViolation == 0) {
-				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
-			}
+			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "without releasing")
 		})
 	}
 }
@@ -79,30 +71,12 @@ func TestStepDownKillRace(t *testing.T) {
 
 // The check judges fenceline's own elector in the listener workload only.
 func TestStepDownApplies(t *testing.T) {
-	for _, c := range []struct {
-		workload, target string
-		want             Verdict
-	}{
-		{"listener", "", Invalid},
-		{"register", "", NotApplicable},
-		{"listener", "redsync", NotApplicable},
-		{"listener", "node-cmd: node listener.js", NotApplicable},
-	} {
-		s := newSim(simConfig{Seed: 1})
+	wantOwnElectorOnly(t, CheckStepDown, func(s *sim) {
 		tok := s.acquire(0)
 		s.stepDown(0, tok, reasonShutdown)
 		s.adv(time.Second)
-		s.acquire(0)
-		run := s.end()
-		run.Info.Workload, run.Info.Target = c.workload, c.target
-		res, err := Check(context.Background(), run, Options{Checks: []string{CheckStepDown}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Check(CheckStepDown).Verdict; got != c.want {
-			t.Errorf("%s/%q: %s, want %s", c.workload, c.target, got, c.want)
-		}
-	}
+		s.acquire(0) // a new acquire, the term never released
+	})
 }
 
 // After a shutdown, the process that stepped down sends nothing but its release: an
@@ -141,13 +115,7 @@ func TestStepDownAfterShutdown(t *testing.T) {
 				}
 				e.ID = ids[e.ID]
 			}
-			cr := checkOnly(t, s.end(), CheckStepDown)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "same process (boot b1)")) {
-				t.Errorf("offending %q", cr.Offending)
-			}
+			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "same process (boot b1)")
 		})
 	}
 }
@@ -185,13 +153,7 @@ func TestStepDownEarlyExpiry(t *testing.T) {
 			s.now = sent + int64(c.after)
 			s.stepDown(0, tok, reasonLeaseExpired)
 			s.adv(time.Millisecond)
-			cr := checkOnly(t, s.end(), CheckStepDown)
-			if cr.Verdict != c.want {
-				t.Fatalf("%s, want %s: %s %q", cr.Verdict, c.want, cr.Message, cr.Offending)
-			}
-			if c.want == Invalid && (len(cr.Offending) == 0 || !strings.Contains(cr.Offending[0], "for an expired lease") || cr.FirstViolation == 0) {
-				t.Errorf("offending %q, first violation %d", cr.Offending, cr.FirstViolation)
-			}
+			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "for an expired lease")
 		})
 	}
 }
