@@ -3,8 +3,8 @@ package election
 import (
 	"errors"
 	"strings"
-	"time"
 
+	"github.com/fenceline/fenceline/internal/redisopts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,17 +30,9 @@ import (
 //     the spares unready until two requests overlap.
 //
 // Adjust the rest (password, TLS, pool size) as needed, but keep these five.
-func ClientOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           time.Second,
-		DialerRetries:         1,
-		MinIdleConns:          2,
-		PoolFIFO:              true,
-	}
-}
+//
+// listener.NewRedisClient makes its clients with the same options.
+func ClientOptions(addr string) *redis.Options { return redisopts.Options(addr) }
 
 // NewClient returns redis.NewClient(ClientOptions(addr)). The caller closes it.
 func NewClient(addr string) *redis.Client { return redis.NewClient(ClientOptions(addr)) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/listener"
 )
 
 // A request sent while another holds a connection finds an open one that is ready: it
@@ -19,11 +20,23 @@ import (
 // opens its idle connections at once but sends their handshake (HELLO, CLIENT SETINFO)
 // only at their first use: a pool that always hands out the connection used last
 // leaves its spares unready until the moment two requests overlap.
+// The listener's store client (listener.NewRedisClient) is made the same way.
 func TestClientKeepsASpareConnection(t *testing.T) {
-	ctx := context.Background()
 	srv := redisserver.New(t)
-	c := election.NewClient(srv.Addr())
-	defer c.Close()
+	for name, newClient := range map[string]func(addr string) *redis.Client{
+		"election.NewClient":      election.NewClient,
+		"listener.NewRedisClient": listener.NewRedisClient,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newClient(srv.Addr())
+			defer c.Close()
+			keepsASpare(t, c, srv.Addr())
+		})
+	}
+}
+
+func keepsASpare(t *testing.T, c *redis.Client, addr string) {
+	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +52,7 @@ func TestClientKeepsASpareConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	direct := redis.NewClient(&redis.Options{Addr: addr})
 	defer direct.Close()
 	hellos := func() int64 {
 		t.Helper()
@@ -59,8 +72,9 @@ func TestClientKeepsASpareConnection(t *testing.T) {
 	}
 	misses, before := c.PoolStats().Misses, hellos()
 	held := make(chan error, 1)
-	go func() { held <- c.BLPop(ctx, 500*time.Millisecond, "nothing").Err() }()
-	time.Sleep(100 * time.Millisecond) // BLPOP holds its connection
+	// BLPOP holds its connection (for a second: it counts whole seconds).
+	go func() { held <- c.BLPop(ctx, time.Second, "nothing").Err() }()
+	time.Sleep(100 * time.Millisecond)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@
 //
 // A store's client must not retry on its own: a retried commit is a second attempt that
 // nobody recorded. NewRedisStore refuses a go-redis client with retries (create it with
-// MaxRetries: -1, as NewRedisClient does).
+// MaxRetries: -1, as NewRedisClient does, with the options of election.ClientOptions).
 //
 // # History
 //

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fenceline/fenceline/internal/redisopts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,24 +65,19 @@ type RedisStore[E Event] struct {
 	effects func([]E) ([]Write, error)
 }
 
-// NewRedisClient returns a go-redis client for addr configured as the store needs it:
+// NewRedisClient returns a go-redis client for addr configured as the store needs it,
+// with the options election.ClientOptions documents:
 //   - MaxRetries -1: go-redis otherwise re-sends a command that failed or timed out (3
 //     times by default). A re-sent commit is a write attempt the history never recorded;
 //     with retries off, a failed request is reported as unknown and the caller reloads.
 //   - ContextTimeoutEnabled: a request's context deadline bounds the socket read, so
 //     RedisConfig.Timeout and a cancelled term context are honoured.
+//   - two idle connections handed out in turn (MinIdleConns 2, PoolFIFO): a commit sent
+//     beside another request finds a connection ready, not a dial and a handshake that a
+//     slow link can make use up its deadline before the commit is sent.
 //
 // The caller closes the client.
-func NewRedisClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           2 * time.Second,
-		ReadTimeout:           5 * time.Second,
-		WriteTimeout:          5 * time.Second,
-	})
-}
+func NewRedisClient(addr string) *redis.Client { return redis.NewClient(redisopts.Options(addr)) }
 
 // NewRedisStore returns a store on client. It refuses a client that retries commands (see
 // NewRedisClient): create it with MaxRetries: -1. It does not contact Redis.

@@ -117,7 +117,7 @@ func TestPostgresNamesTypedOnce(t *testing.T) {
 
 // A store name or node other than the election's is refused.
 func TestNamesMustAgree(t *testing.T) {
-	client := listener.NewRedisClient("127.0.0.1:1") // never contacted
+	client := listener.NewRedisClient("127.0.0.1:1") // nothing listens: the names are refused before any request
 	t.Cleanup(func() { client.Close() })
 	cfg := election.Config{Name: "pay", InstanceID: "n1"}
 	for name, err := range map[string]error{
