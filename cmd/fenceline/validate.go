@@ -24,6 +24,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "reports/validate", "directory that receives the runs, "+validate.Markdown+" and "+validate.JSONFile)
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	parallel := fs.Int("parallel", 1, "runs at once (each on its own Redis, ports and processes)")
+	stopAt := fs.Bool("stop-at-violation", false, "end each run's chaos phase at its first violation, as chaos --stop-at-violation does (the zoo's runs always do): whether and when a variant is caught, in less time; the overlaps counted are those before the stop")
 	zoo := fs.Bool("zoo", false, "measure the known-bug zoo instead (docs/known-bugs.md): each variant and the reference at the default settings of 'make chaos' (every fault, random schedule, the probes that open it), detections of K, median and p95 time to the first violation, the check that found it; --variants all then means the zoo's: "+strings.Join(validate.ZooNames(), ", "))
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -47,6 +48,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	cfg := validate.Config{
 		Variants: vs, Seed: *seed, Seeds: *seeds, Duration: *duration, LeaseTTL: *lease, Nodes: *nodes, Out: *out,
 		Parallel: *parallel, Command: strings.TrimSpace("fenceline validate " + strings.Join(args, " ")),
+		StopAtViolation: *stopAt,
 	}
 	if *zoo {
 		return validate.RunZoo(ctx, cfg, stdout, stderr)

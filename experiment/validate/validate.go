@@ -61,6 +61,20 @@ type Config struct {
 	Parallel int
 	// Command is the command line, for the report.
 	Command string
+	// StopAtViolation ends each run's chaos phase at the first violation a check of its
+	// history so far finds (chaos --stop-at-violation): enough to tell whether a variant
+	// is caught, and when. The zoo's runs always stop so; the overlaps counted are then
+	// those before the stop.
+	StopAtViolation bool
+}
+
+// baseSpec is the spec every run of cfg's matrix starts from, before its variant,
+// faults and seed.
+func baseSpec(cfg Config, wl workloads.Workload) chaosrun.Spec {
+	return chaosrun.Spec{
+		Cmd: "validate", Duration: cfg.Duration, Nodes: cfg.Nodes, Workload: wl, Backend: "local",
+		LeaseTTL: cfg.LeaseTTL, Variant: variants.Reference, Quiet: true, StopAtViolation: cfg.StopAtViolation,
+	}
 }
 
 // Run runs the self-validation matrix: each broken variant under the faults that
@@ -90,10 +104,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	}
 	// Every run is what `fenceline chaos --variant V --nemesis <V's faults> --seed S`
 	// runs with the same flags; only where its directory goes differs.
-	base := chaosrun.Spec{
-		Cmd: "validate", Duration: cfg.Duration, Nodes: cfg.Nodes, Workload: wl, Backend: "local",
-		LeaseTTL: cfg.LeaseTTL, Variant: variants.Reference, Quiet: true,
-	}
+	base := baseSpec(cfg, wl)
 	if err := base.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline validate: %v\n", err)
 		return exitcode.Usage
@@ -115,7 +126,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	}
 	rep := summarize(cfg.Variants, runs)
 	rep.Seed, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes = seeds.From(), cfg.Seeds, cfg.Duration, cfg.LeaseTTL, cfg.Nodes
-	rep.Command = cfg.Command
+	rep.Command, rep.StopAtViolation = cfg.Command, cfg.StopAtViolation
 	rep.Started, rep.Elapsed = began.UTC().Format(time.RFC3339), time.Since(began).Round(time.Second)
 
 	var term bytes.Buffer
@@ -395,19 +406,21 @@ type referenceRow struct {
 
 // validateReport is validate.json.
 type validateReport struct {
-	Command   string         `json:"command"`
-	Started   string         `json:"started"`
-	Elapsed   time.Duration  `json:"elapsed_ns"`
-	Seed      int64          `json:"first_seed"`
-	Seeds     int            `json:"seeds"`
-	Duration  time.Duration  `json:"duration_ns"`
-	LeaseTTL  time.Duration  `json:"lease_ttl_ns"`
-	Nodes     int            `json:"nodes"`
-	MinRate   float64        `json:"min_detection_rate"`
-	Outcome   string         `json:"outcome"` // pass, FAIL or undecided
-	Variants  []variantRow   `json:"variants"`
-	Reference []referenceRow `json:"reference"`
-	Runs      []runRecord    `json:"runs"`
+	Command  string        `json:"command"`
+	Started  string        `json:"started"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Seed     int64         `json:"first_seed"`
+	Seeds    int           `json:"seeds"`
+	Duration time.Duration `json:"duration_ns"`
+	LeaseTTL time.Duration `json:"lease_ttl_ns"`
+	Nodes    int           `json:"nodes"`
+	// StopAtViolation: each run's chaos phase ended at its first violation (Config).
+	StopAtViolation bool           `json:"stop_at_violation,omitempty"`
+	MinRate         float64        `json:"min_detection_rate"`
+	Outcome         string         `json:"outcome"` // pass, FAIL or undecided
+	Variants        []variantRow   `json:"variants"`
+	Reference       []referenceRow `json:"reference"`
+	Runs            []runRecord    `json:"runs"`
 }
 
 // summarize builds the rows and judges the criteria from the runs' records.
@@ -582,6 +595,9 @@ func (rep validateReport) write(w *bytes.Buffer, markdown bool) {
 	} else {
 		fmt.Fprintf(w, "fenceline validate: %s\nSeeds %s, %s of chaos per run, lease TTL %s, %d nodes; took %s.\n",
 			rep.Outcome, rep.seeds().Range(), rep.Duration, rep.LeaseTTL, rep.Nodes, rep.Elapsed)
+	}
+	if rep.StopAtViolation {
+		fmt.Fprintln(w, "A run's chaos phase ends at the first violation a check of its history so far finds (`--stop-at-violation`): its overlaps are those before it.")
 	}
 
 	h("Broken variants")

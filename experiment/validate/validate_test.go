@@ -23,6 +23,7 @@ import (
 	"github.com/fenceline/fenceline/internal/exitcode"
 	"github.com/fenceline/fenceline/reports"
 	"github.com/fenceline/fenceline/variants"
+	"github.com/fenceline/fenceline/workloads"
 )
 
 // fakeRuns returns n runs of design under variant under's faults: the first detected
@@ -419,4 +420,21 @@ func zooOnly() []string {
 		}
 	}
 	return out
+}
+
+// --stop-at-violation reaches every run's spec, and the report says what it does to the
+// overlaps; without it the runs run their course.
+func TestStopAtViolation(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		if got := baseSpec(Config{StopAtViolation: stop}, workloads.Workload{}).StopAtViolation; got != stop {
+			t.Errorf("Config.StopAtViolation %v: the runs' spec has %v", stop, got)
+		}
+		rep := summarize([]variants.Variant{mustVariant(t, variants.NoFence)}, withReference(variants.NoFence, 1, 1, 0, 0, 0))
+		rep.StopAtViolation = stop
+		var md bytes.Buffer
+		rep.write(&md, true)
+		if said := strings.Contains(md.String(), "`--stop-at-violation`"); said != stop {
+			t.Errorf("stop %v: the report says so: %v:\n%s", stop, said, md.String())
+		}
+	}
 }

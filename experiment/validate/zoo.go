@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/fenceline/fenceline/checker"
-	"github.com/fenceline/fenceline/experiment/chaosrun"
 	"github.com/fenceline/fenceline/experiment/matrix"
 	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/internal/exitcode"
@@ -91,13 +90,11 @@ func RunZoo(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 			plan = append(plan, plannedRun{Variant: v.Name, Under: v.Name, Faults: all, Seed: s})
 		}
 	}
-	base := chaosrun.Spec{
-		Cmd: "validate", Duration: cfg.Duration, Nodes: cfg.Nodes, Workload: wl, Backend: "local",
-		LeaseTTL: cfg.LeaseTTL, Variant: variants.Reference, Quiet: true, Schedule: "random",
-		// The zoo asks only whether and when: a run found out need not run on. The
-		// times are those of a whole run, whose history up to then is the same.
-		StopAtViolation: true,
-	}
+	// The zoo asks only whether and when: a run found out need not run on. The times
+	// are those of a whole run, whose history up to then is the same.
+	cfg.StopAtViolation = true
+	base := baseSpec(cfg, wl)
+	base.Schedule = "random"
 	if err := base.Prepare(); err != nil {
 		fmt.Fprintf(stderr, "fenceline validate --zoo: %v\n", err)
 		return exitcode.Usage
