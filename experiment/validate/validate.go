@@ -125,9 +125,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		runs[i].Dir = d.Rel(runs[i].Dir) // as validate.md links them
 	}
 	rep := summarize(cfg.Variants, runs)
-	rep.Seed, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes = seeds.From(), cfg.Seeds, cfg.Duration, cfg.LeaseTTL, cfg.Nodes
-	rep.Command, rep.StopAtViolation = cfg.Command, cfg.StopAtViolation
-	rep.Started, rep.Elapsed = began.UTC().Format(time.RFC3339), time.Since(began).Round(time.Second)
+	rep.matrixHeader, rep.StopAtViolation = newMatrixHeader(cfg, seeds, began), cfg.StopAtViolation
 
 	var term bytes.Buffer
 	rep.write(&term, false)
@@ -404,8 +402,8 @@ type referenceRow struct {
 	Status string `json:"status"`
 }
 
-// validateReport is validate.json.
-type validateReport struct {
+// matrixHeader is what validate.json and zoo.json say of the matrix that ran.
+type matrixHeader struct {
 	Command  string        `json:"command"`
 	Started  string        `json:"started"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
@@ -414,6 +412,17 @@ type validateReport struct {
 	Duration time.Duration `json:"duration_ns"`
 	LeaseTTL time.Duration `json:"lease_ttl_ns"`
 	Nodes    int           `json:"nodes"`
+}
+
+// newMatrixHeader is the header of cfg's matrix, begun at began and ending now.
+func newMatrixHeader(cfg Config, seeds matrix.Seeds, began time.Time) matrixHeader {
+	return matrixHeader{Command: cfg.Command, Started: began.UTC().Format(time.RFC3339), Elapsed: time.Since(began).Round(time.Second),
+		Seed: seeds.From(), Seeds: cfg.Seeds, Duration: cfg.Duration, LeaseTTL: cfg.LeaseTTL, Nodes: cfg.Nodes}
+}
+
+// validateReport is validate.json.
+type validateReport struct {
+	matrixHeader
 	// StopAtViolation: each run's chaos phase ended at its first violation (Config).
 	StopAtViolation bool           `json:"stop_at_violation,omitempty"`
 	MinRate         float64        `json:"min_detection_rate"`

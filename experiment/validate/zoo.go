@@ -115,9 +115,7 @@ func RunZoo(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		runs[i].Dir = d.Rel(runs[i].Dir)
 	}
 	rep := summarizeZoo(cfg.Variants, runs)
-	rep.Seed, rep.Seeds, rep.Duration, rep.LeaseTTL, rep.Nodes = seeds.From(), cfg.Seeds, cfg.Duration, cfg.LeaseTTL, cfg.Nodes
-	rep.Command = cfg.Command
-	rep.Started, rep.Elapsed = began.UTC().Format(time.RFC3339), time.Since(began).Round(time.Second)
+	rep.matrixHeader = newMatrixHeader(cfg, seeds, began)
 	var term bytes.Buffer
 	rep.write(&term, false)
 	_, _ = stdout.Write(term.Bytes())
@@ -150,18 +148,11 @@ type zooRow struct {
 
 // zooReport is zoo.json.
 type zooReport struct {
-	Command   string        `json:"command"`
-	Started   string        `json:"started"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	Seed      int64         `json:"first_seed"`
-	Seeds     int           `json:"seeds"`
-	Duration  time.Duration `json:"duration_ns"`
-	LeaseTTL  time.Duration `json:"lease_ttl_ns"`
-	Nodes     int           `json:"nodes"`
-	Outcome   string        `json:"outcome"`
-	Variants  []zooRow      `json:"variants"`
-	Reference referenceRow  `json:"reference"`
-	Runs      []runRecord   `json:"runs"`
+	matrixHeader
+	Outcome   string       `json:"outcome"`
+	Variants  []zooRow     `json:"variants"`
+	Reference referenceRow `json:"reference"`
+	Runs      []runRecord  `json:"runs"`
 }
 
 // summarizeZoo builds the rows from the runs' records: a variant passes when every
