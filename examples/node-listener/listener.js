@@ -60,10 +60,26 @@ class Clock {
   now() { return this.read + (performance.now() / 1000 - this.real) * this.rate; }
 }
 
+// wallOrigin is the wall time, in ms, at which performance.now() was 0. Not
+// performance.timeOrigin: measured here, a process's timeOrigin can be milliseconds off
+// the wall clock (3-6 ms in one of six), and stamps that far apart across nodes order
+// one node's operation before another's that it saw. Taken at the instant Date.now()
+// ticks to a new millisecond, it is good to a few microseconds.
+const wallOrigin = (() => {
+  performance.now(); // the first call is slow: not inside the measurement
+  const d = Date.now();
+  let t, p;
+  do {
+    p = performance.now();
+    t = Date.now();
+  } while (t === d);
+  return t - p;
+})();
+
 // wallNanos is the host's wall clock in nanoseconds, as a decimal string: a double cannot
-// hold it exactly. performance.timeOrigin is the wall time at start, to the microsecond.
+// hold it exactly.
 function wallNanos() {
-  return (BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n).toString();
+  return (BigInt(Math.round((wallOrigin + performance.now()) * 1000)) * 1000n).toString();
 }
 
 // Conn is one connection to Redis, for the recorded operations. A call that gets no
