@@ -413,6 +413,15 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 			r.log.Warn("fault-aim-failed", slog.String("fault", s.Kind), slog.String("moment", s.Moment), slog.Any("error", err))
 		}
 	}
+	if s.CrossDigits {
+		// After the aim: the leader is held at its moment, so no term begins between
+		// the move and the fault.
+		if before, after, err := CrossDigits(ctx, r.c.RedisAddr(), r.cfg.Node.Election); err != nil {
+			r.log.Warn("token-counter-move-failed", slog.String("fault", s.Kind), slog.Any("error", err))
+		} else {
+			r.log.Info("token-counter-moved", slog.String("fault", s.Kind), slog.String("from", before), slog.String("to", after))
+		}
+	}
 	if target == nemesis.AimRedis {
 		r.mon.redisFaultInjected()
 	}

@@ -36,6 +36,13 @@ type Step struct {
 	// Moment, if set, is the moment of the leader's life at which the fault lands (see
 	// Moments): the runner waits for it, a bounded time, from At on.
 	Moment string `json:"moment,omitempty"`
+	// CrossDigits, if set, moves the token counter to the largest number of its digits
+	// (99…9) just before the fault lands, so that the next term's token has one digit
+	// more than every token issued before it. A fence that compares tokens of different
+	// lengths wrongly lets a stale write through only when it lands across that
+	// boundary, and a run's own start (harness.BoundaryStart) crosses it at the first
+	// handover only, before any stale write.
+	CrossDigits bool `json:"cross_digits,omitempty"`
 }
 
 // ScheduleOptions determine a schedule; equal options give an equal schedule.

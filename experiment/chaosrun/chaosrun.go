@@ -308,7 +308,9 @@ func (s Spec) noProbe() string {
 //   - delay: the leader's link to Redis slowed 1.6 leases as it is about to send a
 //     commit (nemesis.MomentBeforeCommit), with no stall elsewhere, so that the write
 //     lands after the next leader's first: a fence the client checks in a read of its
-//     own lets it through (variants.ClientCheck);
+//     own lets it through (variants.ClientCheck); and the token counter moved to the
+//     last value of its digits just before (nemesis.Step.CrossDigits), so that the
+//     next leader's token is one digit longer than the stale one;
 //   - a fault that can make a stale leader: fp-stall-new-leader, the leader killed and
 //     its successor stalled 1.5 leases just after winning; a node that trusts a grant it
 //     learns of late (etcd-io/etcd#11408) then leads next to the node that took the
@@ -367,6 +369,10 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		// a client's own check and its write reaches the TOCTOU every time (at a random
 		// moment it missed seed 5 of 6, whose leader slowed its check instead).
 		out[len(out)-1].Moment = nemesis.MomentBeforeCommit
+		// The first stale write of the run to land after a newer leader's commit: the
+		// next token is made one digit longer than the stale leader's, where a fence
+		// that compares tokens by their digits without their lengths lets it through.
+		out[len(out)-1].CrossDigits = true
 	}
 	if stale {
 		add(faults.FPStallNewLeader, leader, nemesis.Params{Hold: 3 * lease})

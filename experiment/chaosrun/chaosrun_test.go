@@ -120,10 +120,13 @@ func TestStaleLeaderProbes(t *testing.T) {
 		if p.At != at || p.Kind != want[i] || p.Params.LeaseTTL != lease {
 			t.Errorf("probe %d: %+v, want %s at %v", i, p, want[i], at)
 		}
+		if p.CrossDigits != (p.Kind == faults.Delay) {
+			t.Errorf("probe %d: the token counter moved to a digit boundary %v, want only before the delay", i, p.CrossDigits)
+		}
 		if p.Kind != faults.Clock && p.Kind != faults.RedisRestart && !p.Aim.Leader {
 			t.Errorf("probe %d is not aimed at the leader: %+v", i, p)
 		}
-		if lat := nemesis.DelayLatency(p.Params); p.Kind == faults.Delay && (lat != 3250*time.Millisecond || p.Params.Hold != lat+lease/2 || p.Moment != nemesis.MomentBeforeCommit) {
+		if lat := nemesis.DelayLatency(p.Params); p.Kind == faults.Delay && (lat != 3250*time.Millisecond || p.Params.Hold != lat+lease/2 || p.Moment != nemesis.MomentBeforeCommit || !p.CrossDigits) {
 			t.Errorf("delay probe %d: %+v (latency %v)", i, p, lat)
 		}
 		if off, rate := nemesis.ClockSkew(p.Params); p.Kind == faults.Clock && (p.Aim.Node != i-5 || off != 3*time.Second || rate != 1) {
@@ -133,7 +136,7 @@ func TestStaleLeaderProbes(t *testing.T) {
 	last := all[len(want)-1]
 	shift := last.At + last.Params.Hold + 3*time.Second - lease/2
 	for i, p := range all[len(want):] {
-		if w := steps[i]; p.At != w.At+shift || p.Kind != w.Kind || p.Aim != w.Aim || p.Params != w.Params {
+		if w := steps[i]; p.At != w.At+shift || p.Kind != w.Kind || p.Aim != w.Aim || p.Params != w.Params || p.CrossDigits {
 			t.Errorf("step %d of the seed's schedule: %+v, want %+v shifted by %v", i, p, w, shift)
 		}
 	}

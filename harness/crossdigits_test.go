@@ -1,0 +1,69 @@
+package harness
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/internal/redisserver"
+)
+
+// The counter moves up to the last value of its digits, never down, and not past the
+// length after which the acquire script would refuse the counter.
+func TestCrossDigits(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := election.NewClient(srv.Addr())
+	defer c.Close()
+	key := election.TokenKey("fenceline")
+	for _, tc := range []struct{ counter, want string }{
+		{"", ""}, // absent: left absent
+		{"0", "9"},
+		{"7", "9"},
+		{"9", "9"},
+		{"10", "99"},
+		{"99999998", "99999999"},
+		{"10000000000000001", strings.Repeat("9", 17)},
+		{"100000000000000000", "100000000000000000"}, // 18 digits: one move more would pass 2^63-1
+		{"abc", "abc"},
+	} {
+		if tc.counter == "" {
+			if err := c.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := c.Set(ctx, key, tc.counter, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before, after, err := CrossDigits(ctx, srv.Addr(), "fenceline")
+		if err != nil {
+			t.Fatalf("counter %q: %v", tc.counter, err)
+		}
+		got, err := c.Get(ctx, key).Result()
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("absent counter: now %q, want absent", got)
+			}
+		} else if err != nil || got != tc.want {
+			t.Errorf("counter %q: now %q (%v), want %q", tc.counter, got, err, tc.want)
+		}
+		if before != tc.counter || after != tc.want {
+			t.Errorf("counter %q: CrossDigits = %q, %q; want %q, %q", tc.counter, before, after, tc.counter, tc.want)
+		}
+	}
+}
+
+func TestCrossDigitsNoRedis(t *testing.T) {
+	port, err := redisserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := CrossDigits(ctx, "127.0.0.1:"+strconv.Itoa(port), "fenceline"); err == nil || !strings.Contains(err.Error(), "token counter") {
+		t.Errorf("CrossDigits with no Redis: %v; want an error naming the token counter", err)
+	}
+}
