@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fenceline/fenceline/history"
@@ -42,6 +43,14 @@ func (o *op) cursorAfter() int64 {
 // staleWrite: the store never accepted a commit whose token is lower than one it had
 // already accepted. In the audit stream (the store's own order), and in the histories:
 // a commit acknowledged before another was invoked precedes it in any order.
+//
+// In the audit it also holds the store to the answer it owes a stale writer: a commit
+// is rejected as stale-token exactly when its token is below one accepted before it,
+// whatever its cursor. A stale writer told cursor-conflict instead reloads the cursor
+// and writes again, as a leader would (the listener's Run does), and a fence whose token
+// comparison is wrong answers so before it lets one through: a late write whose cursor
+// is also out of date shows it where nothing was accepted yet. (Not on PostgreSQL,
+// whose audit order is not the order of its rejections.)
 func staleWrite(p *parsed) CheckResult {
 	cr := CheckResult{Name: CheckStaleWrite, Verdict: Valid}
 	if in := p.run.Info; in.NoFence {
@@ -53,14 +62,34 @@ func staleWrite(p *parsed) CheckResult {
 		return cr
 	}
 	var bad []finding
+	misanswered := 0
+	// Redis's script audits every attempt in the order it ran them. A PostgreSQL audit
+	// row takes its sequence number when it is inserted, and a rejection's row can follow
+	// that of an accepted commit whose transaction it did not see yet: there the reasons
+	// are not in the store's order.
+	reasons := p.run.Info.Store != "postgres"
 	if st := p.run.Store; st != nil {
 		maxTok, at := int64(math.MinInt64), -1
 		for i := range st.AuditLen() {
 			a := st.AuditAt(i)
-			if a.Result != "ok" {
+			stale := a.Token < maxTok
+			switch {
+			case !reasons && a.Result != "ok":
+				continue
+			case a.Result == history.ErrCursorConflict && stale:
+				bad = append(bad, finding{answerTime(p, a), fmt.Sprintf("audit #%d: %s op %s with token %d was rejected as %s, not %s, after audit #%d (op %s) accepted token %d",
+					i, a.Node, a.Op, a.Token, a.Result, history.ErrStaleToken, at, st.AuditOp(int(at)), maxTok)})
+				misanswered++
+				continue
+			case a.Result == history.ErrStaleToken && !stale:
+				bad = append(bad, finding{answerTime(p, a), fmt.Sprintf("audit #%d: %s op %s was rejected as %s, but its token %d is at least every token accepted before it (%s)",
+					i, a.Node, a.Op, a.Result, a.Token, acceptedSoFar(maxTok, at))})
+				misanswered++
+				continue
+			case a.Result != "ok":
 				continue
 			}
-			if a.Token < maxTok {
+			if stale {
 				bad = append(bad, finding{p.commitTime(a.Op), fmt.Sprintf("audit #%d: %s op %s accepted with token %d after audit #%d (op %s) accepted token %d",
 					i, a.Node, a.Op, a.Token, at, st.AuditOp(int(at)), maxTok)})
 				continue
@@ -88,7 +117,14 @@ func staleWrite(p *parsed) CheckResult {
 	switch {
 	case len(bad) > 0:
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d commits accepted with a token lower than one already accepted", len(bad))
+		var parts []string
+		if n := len(bad) - misanswered; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d commits accepted with a token lower than one already accepted", n))
+		}
+		if misanswered > 0 {
+			parts = append(parts, fmt.Sprintf("%d rejections whose reason contradicts the tokens accepted before them", misanswered))
+		}
+		cr.Message = strings.Join(parts, "; ")
 		cr.setOffending(bad, maxOffending, p.runEnd())
 	case p.run.Store == nil:
 		cr.Verdict = Unknown
@@ -96,8 +132,26 @@ func staleWrite(p *parsed) CheckResult {
 	default:
 		cr.Message = fmt.Sprintf("%d audit entries and %d acknowledged commits: every accepted token is at least every token accepted before it",
 			p.run.Store.AuditLen(), acked)
+		if reasons {
+			cr.Message += ", and every lower one was rejected as stale"
+		}
 	}
 	return cr
+}
+
+// answerTime is when the store gave the answer of audit entry a: its own clock (Redis's
+// TIME, the host's clock as the nodes' stamps are), and never before the commit's
+// invoke. A late commit's answer comes long after its invoke.
+func answerTime(p *parsed, a history.AuditEntry) int64 {
+	return max(p.commitTime(a.Op), a.ServerTime*int64(time.Microsecond))
+}
+
+// acceptedSoFar says which token the audit had accepted last, for a message.
+func acceptedSoFar(maxTok int64, at int) string {
+	if at < 0 {
+		return "none yet"
+	}
+	return fmt.Sprintf("%d, audit #%d", maxTok, at)
 }
 
 // uniqueTokens: each token was acquired once, by one node, and every accepted commit
