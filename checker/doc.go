@@ -32,7 +32,8 @@
 //     porcupine on uncut histories (random, register-like, coarse clocks, many
 //     unknown outcomes); Options.CrossCheck runs porcupine on every history.
 //   - no stale write: the store never accepted a commit whose token is lower than one
-//     it had accepted before (in the audit's order, and in real time in the histories);
+//     it had accepted before (in the audit's order, and in real time in the histories),
+//     and a Redis store rejected exactly those as stale-token, whatever their cursor;
 //   - unique tokens: no token was acquired twice, and every accepted commit carries a
 //     token its own node acquired;
 //   - exactly once: the sink holds events InitialCursor+1..cursor once each, in order,
