@@ -120,13 +120,25 @@ func leaseGrant(p *parsed) CheckResult {
 			losses = append(losses, f)
 		}
 	}
+	// takenAt[lock value of a term]: when the earliest takeover of it returned. From then
+	// on the lock held the taker's value, and the term's grants sent before it held the
+	// lock no more, for the taker's acquire and every acquire after it (the taker may
+	// have released, or lost, its lock within the taken term's lease).
+	takenAt := map[string]int64{}
+	for _, g := range grants {
+		if from, ok := p.takeovers[termKey{g.node, g.token}]; ok && g.acquire {
+			if t, seen := takenAt[from]; !seen || g.ret < t {
+				takenAt[from] = g.ret
+			}
+		}
+	}
 	excused := func(g, a grant) bool {
 		if t, ok := released[termKey{g.node, g.token}]; ok && t <= a.ret {
 			return true
 		}
 		// A takeover ends the term it took: it excuses that term's grants sent before it
 		// returned, never a renewal sent after (the lock then held the taker's value).
-		if p.takeovers[termKey{a.node, a.token}] == p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10) && g.call < a.ret {
+		if t, ok := takenAt[p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10)]; ok && g.call < t && t <= a.ret {
 			return true
 		}
 		// A loss between the two, in either order, voids the premise too: a counter that

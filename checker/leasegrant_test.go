@@ -297,3 +297,40 @@ func TestLeaseGrantHeldAfterRelease(t *testing.T) {
 		t.Errorf("refused while held: %s: %s", cr.Verdict, cr.Message)
 	}
 }
+
+// A takeover ends the term it took for every acquire after it, not only the taker's:
+// the taker may release within the taken term's lease, and the next acquire is then
+// free. Without the release, the next acquire meets the taker's lease.
+func TestLeaseGrantAfterATakeover(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		release bool
+		want    Verdict
+	}{
+		{"the taker released", true, Valid},
+		{"the taker still held", false, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1, Nodes: 3})
+			tok := s.acquire(0)
+			s.cursor, _ = s.load(0)
+			s.renew(0, tok)
+			s.adv(10 * time.Millisecond)
+			s.leader = 1
+			taker := s.acquireTakeover(1, "n1:1")
+			s.cursor, _ = s.load(1)
+			if c.release {
+				s.stopGracefully(1, taker)
+			}
+			s.adv(100 * time.Millisecond) // still within n1's lease, by its renewal
+			s.leader = 2
+			s.token = s.acquire(2)
+			s.cursor, _ = s.load(2)
+			res, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCheck(t, res.Check(CheckLeaseGrant), c.want, "the lease of token 2 was n2's")
+		})
+	}
+}
