@@ -2,13 +2,19 @@ package harness
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/election"
+	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/internal/redisserver"
+	"github.com/fenceline/fenceline/nemesis"
 )
 
 // The counter moves up to the last value of its digits, never down, and not past the
@@ -65,5 +71,47 @@ func TestCrossDigitsNoRedis(t *testing.T) {
 	defer cancel()
 	if _, _, err := CrossDigits(ctx, "127.0.0.1:"+strconv.Itoa(port), "fenceline"); err == nil || !strings.Contains(err.Error(), "token counter") {
 		t.Errorf("CrossDigits with no Redis: %v; want an error naming the token counter", err)
+	}
+}
+
+// redisAtCluster is slowHealCluster with a Redis address: what a step that moves the
+// token counter needs besides its fault.
+type redisAtCluster struct {
+	slowHealCluster
+	addr string
+}
+
+func (c *redisAtCluster) RedisAddr() string { return c.addr }
+
+// The runner moves the counter for a step marked CrossDigits, and for no other.
+func TestStepCrossDigits(t *testing.T) {
+	srv := redisserver.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := election.NewClient(srv.Addr())
+	defer c.Close()
+	key := election.TokenKey("fenceline")
+	for _, cross := range []bool{false, true} {
+		if err := c.Set(ctx, key, "1234", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := &runner{
+			cfg:    Config{Duration: 50 * time.Millisecond, Node: backend.NodeOptions{Election: "fenceline"}},
+			log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+			c:      &redisAtCluster{addr: srv.Addr()},
+			faults: history.NewRecorder(io.Discard),
+		}
+		step := nemesis.Step{Kind: faults.Stop, Aim: nemesis.Aim{Node: 1}, CrossDigits: cross,
+			Params: nemesis.Params{Hold: 10 * time.Millisecond, LeaseTTL: time.Second}}
+		if err := r.chaos(ctx, []nemesis.Step{step}); err != nil {
+			t.Fatal(err)
+		}
+		want := "1234"
+		if cross {
+			want = "9999"
+		}
+		if got, err := c.Get(ctx, key).Result(); err != nil || got != want {
+			t.Errorf("CrossDigits %v: the counter is %q (%v), want %q", cross, got, err, want)
+		}
 	}
 }
