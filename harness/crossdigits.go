@@ -9,8 +9,9 @@ import (
 	"github.com/fenceline/fenceline/election"
 )
 
-// maxCrossDigits is the longest counter CrossDigits moves: 17 nines make the next token
-// 10^17, and one more move would pass 2^63-1, which the acquire script refuses.
+// maxCrossDigits is the longest counter crossDigits moves. A run's counter starts at 16
+// digits at most and is moved once; 19 nines would pass 2^63-1, which the acquire script
+// refuses, so a counter is never moved that far whatever a schedule asks.
 const maxCrossDigits = 17
 
 // crossDigitsScript moves the token counter to the largest value of its number of digits
@@ -25,11 +26,11 @@ if n ~= c then redis.call('SET', KEYS[1], n) end
 return {c, n}
 `)
 
-// CrossDigits moves the token counter of the election name, on the Redis at addr, to the
+// crossDigits moves the token counter of the election name, on the Redis at addr, to the
 // largest value of its number of digits (nemesis.Step.CrossDigits): the next token
 // issued has one digit more than every token before it. Tokens stay strictly
 // increasing. It returns the counter before and after.
-func CrossDigits(ctx context.Context, addr, name string) (before, after string, err error) {
+func crossDigits(ctx context.Context, addr, name string) (before, after string, err error) {
 	c := election.NewClient(addr)
 	defer c.Close()
 	v, err := crossDigitsScript.Run(ctx, c, []string{election.TokenKey(name)}, maxCrossDigits).StringSlice()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/faults"
@@ -17,15 +19,21 @@ import (
 	"github.com/fenceline/fenceline/nemesis"
 )
 
+// counterServer starts a Redis server and returns it, a client of it, and the token
+// counter's key of the election "fenceline".
+func counterServer(t *testing.T) (*redisserver.Server, *redis.Client, string) {
+	srv := redisserver.New(t)
+	c := election.NewClient(srv.Addr())
+	t.Cleanup(func() { c.Close() })
+	return srv, c, election.TokenKey("fenceline")
+}
+
 // The counter moves up to the last value of its digits, never down, and not past the
 // length after which the acquire script would refuse the counter.
 func TestCrossDigits(t *testing.T) {
-	srv := redisserver.New(t)
+	srv, c, key := counterServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := election.NewClient(srv.Addr())
-	defer c.Close()
-	key := election.TokenKey("fenceline")
 	for _, tc := range []struct{ counter, want string }{
 		{"", ""}, // absent: left absent
 		{"0", "9"},
@@ -44,7 +52,7 @@ func TestCrossDigits(t *testing.T) {
 		} else if err := c.Set(ctx, key, tc.counter, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		before, after, err := CrossDigits(ctx, srv.Addr(), "fenceline")
+		before, after, err := crossDigits(ctx, srv.Addr(), "fenceline")
 		if err != nil {
 			t.Fatalf("counter %q: %v", tc.counter, err)
 		}
@@ -57,7 +65,7 @@ func TestCrossDigits(t *testing.T) {
 			t.Errorf("counter %q: now %q (%v), want %q", tc.counter, got, err, tc.want)
 		}
 		if before != tc.counter || after != tc.want {
-			t.Errorf("counter %q: CrossDigits = %q, %q; want %q, %q", tc.counter, before, after, tc.counter, tc.want)
+			t.Errorf("counter %q: crossDigits = %q, %q; want %q, %q", tc.counter, before, after, tc.counter, tc.want)
 		}
 	}
 }
@@ -69,8 +77,8 @@ func TestCrossDigitsNoRedis(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, _, err := CrossDigits(ctx, "127.0.0.1:"+strconv.Itoa(port), "fenceline"); err == nil || !strings.Contains(err.Error(), "token counter") {
-		t.Errorf("CrossDigits with no Redis: %v; want an error naming the token counter", err)
+	if _, _, err := crossDigits(ctx, "127.0.0.1:"+strconv.Itoa(port), "fenceline"); err == nil || !strings.Contains(err.Error(), "token counter") {
+		t.Errorf("crossDigits with no Redis: %v; want an error naming the token counter", err)
 	}
 }
 
@@ -85,12 +93,9 @@ func (c *redisAtCluster) RedisAddr() string { return c.addr }
 
 // The runner moves the counter for a step marked CrossDigits, and for no other.
 func TestStepCrossDigits(t *testing.T) {
-	srv := redisserver.New(t)
+	srv, c, key := counterServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := election.NewClient(srv.Addr())
-	defer c.Close()
-	key := election.TokenKey("fenceline")
 	for _, cross := range []bool{false, true} {
 		if err := c.Set(ctx, key, "1234", 0).Err(); err != nil {
 			t.Fatal(err)

@@ -416,7 +416,7 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	if s.CrossDigits {
 		// After the aim: the leader is held at its moment, so no term begins between
 		// the move and the fault.
-		if before, after, err := CrossDigits(ctx, r.c.RedisAddr(), r.cfg.Node.Election); err != nil {
+		if before, after, err := crossDigits(ctx, r.c.RedisAddr(), r.cfg.Node.Election); err != nil {
 			r.log.Warn("token-counter-move-failed", slog.String("fault", s.Kind), slog.Any("error", err))
 		} else {
 			r.log.Info("token-counter-moved", slog.String("fault", s.Kind), slog.String("from", before), slog.String("to", after))
