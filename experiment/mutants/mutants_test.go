@@ -267,7 +267,8 @@ func TestReport(t *testing.T) {
 		{Mutant: Mutant{ID: "c"}, Tests: Killed, Harness: Survived, Equivalent: "never reached"},
 		{Mutant: Mutant{ID: "d"}, Tests: NotViable, Harness: NotViable},
 	}
-	rep := report{cfg: Config{Command: "fenceline mutants", Seed: 1, Duration: time.Minute}, total: 4, recs: recs, revision: "r",
+	rep := report{cfg: Config{Command: "fenceline mutants", Seed: 1, Duration: time.Minute}, total: 4, recs: recs,
+		mutated: "commit 1234567 (modified)", code: "0123456789abcdef", judge: "commit 89abcde",
 		control: Record{Mutant: control, Tests: Survived, Harness: Survived}}
 	s := rep.summaryText()
 	for _, want := range []string{"killed by the harness: 2 of 2 non-equivalent (100.0 %), median time to the first violation 4s",
@@ -288,6 +289,11 @@ func TestReport(t *testing.T) {
 	}
 	if strings.Contains(md, `\\`) {
 		t.Errorf("a cell escaped twice:\n%s", md)
+	}
+	// The mutated code and the judge are named apart: a binary built at one commit may
+	// mutate the code of another.
+	if !strings.Contains(md, "on commit 1234567 (modified) (module SHA-256 0123456789ab), judged by the harness and checker of commit 89abcde:") {
+		t.Errorf("report does not name the mutated code and its judge:\n%s", md)
 	}
 	if !strings.Contains(md, "unit tests passed, harness valid on seed 1 and on seed 2 with takeover on disconnect") {
 		t.Errorf("report does not say how the control fared:\n%s", md)
@@ -441,14 +447,21 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-// The digest sees a change of code, but not of Markdown or of the survivors' arguments.
+// The digest sees a change of code, but not of Markdown or of the survivors' arguments;
+// repoCommit names the repo's commit and whether its tracked files differ from it.
 func TestCodeDigest(t *testing.T) {
 	repo := t.TempDir()
-	for _, c := range [][]string{{"init", "-q"}, {"config", "user.email", "t@t"}, {"config", "user.name", "t"}} {
-		if out, err := exec.Command("git", append([]string{"-C", repo}, c...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", c, err, out)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
 		}
+		return strings.TrimSpace(string(out))
 	}
+	git("init", "-q")
+	git("config", "user.email", "t@t")
+	git("config", "user.name", "t")
 	write := func(name, text string) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -472,6 +485,21 @@ func TestCodeDigest(t *testing.T) {
 	write("a.go", "package a // b\n")
 	if d, _ := codeDigest(repo); d == d0 {
 		t.Error("a change of code left the digest as it was")
+	}
+
+	// The report names the repo's commit, not this binary's.
+	if got := repoCommit(context.Background(), repo); got != "an unknown commit" {
+		t.Errorf("no commit yet: %q", got)
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "c")
+	head := git("rev-parse", "--short=7", "HEAD")
+	if got := repoCommit(context.Background(), repo); got != "commit "+head {
+		t.Errorf("clean: %q, want commit %s", got, head)
+	}
+	write("a.go", "package a // c\n")
+	if got := repoCommit(context.Background(), repo); got != "commit "+head+" (modified)" {
+		t.Errorf("modified: %q", got)
 	}
 }
 

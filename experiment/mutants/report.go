@@ -103,14 +103,29 @@ func pct(n, d int) string {
 
 // report renders a mutation run.
 type report struct {
-	cfg      Config
-	total    int // mutants generated
-	recs     []Record
-	control  Record // the unmutated code through both stages
-	resumed  int    // records taken from an earlier run's progress file
-	began    time.Time
-	elapsed  time.Duration
-	revision string
+	cfg     Config
+	total   int // mutants generated
+	recs    []Record
+	control Record // the unmutated code through both stages
+	resumed int    // records taken from an earlier run's progress file
+	began   time.Time
+	elapsed time.Duration
+	mutated string // the commit of the mutated code (repoCommit)
+	code    string // its module's SHA-256 (codeDigest)
+	judge   string // the commit of this binary, whose harness and checker judge
+}
+
+// codeText says which code was mutated and which judged it: a run with --repo, or one
+// whose binary was built before a commit, mutates code that is not its own.
+func (rep report) codeText() string {
+	s := rep.mutated
+	if rep.code != "" {
+		s += fmt.Sprintf(" (module SHA-256 %.12s)", rep.code)
+	}
+	if rep.judge != rep.mutated {
+		s += ", judged by the harness and checker of " + rep.judge
+	}
+	return s
 }
 
 func (rep report) exitCode() int {
@@ -191,7 +206,7 @@ func (rep report) markdown() string {
 	fmt.Fprintf(&b, "`%s` on %s: %s; each through its package's unit tests and one chaos run of %s (every fault, "+
 		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d with %s when the first survives. "+
 		"Started %s, %s of wall time.\n\n",
-		c.Command, rep.revision, scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond,
+		c.Command, rep.codeText(), scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond,
 		rep.began.UTC().Format("2006-01-02 15:04 UTC"), rep.elapsed.Round(time.Second))
 	if rep.resumed > 0 {
 		fmt.Fprintf(&b, "Resumed: %d mutants were decided by an earlier run of the same code (%s), "+

@@ -239,7 +239,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		}
 		return exitcode.OK
 	}
-	revision := buildinfo.Read().Commit()
+	judge := buildinfo.Read().Commit()
 	recs := make([]Record, len(ms))
 	for i, m := range ms {
 		recs[i] = Record{Mutant: m, Tests: NotReached, Harness: NotReached}
@@ -249,6 +249,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
 		return exitcode.Usage
 	}
+	mutated := repoCommit(ctx, cfg.Repo)
 	progress, resumed, err := openProgress(filepath.Join(out, progressFile), code, cfg.Resume)
 	if err != nil {
 		fmt.Fprintf(stderr, "fenceline mutants: %v\n", err)
@@ -326,7 +327,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	os.RemoveAll(filepath.Join(out, "work"))
 
 	rep := report{cfg: cfg, total: len(all), recs: recs, control: ctl, resumed: len(ms) - len(todo),
-		began: began, elapsed: time.Since(began), revision: revision}
+		began: began, elapsed: time.Since(began), mutated: mutated, code: code, judge: judge}
 	md := rep.markdown()
 	fmt.Fprint(stdout, rep.summaryText())
 	if err := os.WriteFile(cfg.Report, []byte(md), 0o644); err != nil {
@@ -635,6 +636,28 @@ func stageOutcome(ctx context.Context, r matrix.Result) (verdict, check string, 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// repoCommit names the commit checked out at repo, "(modified)" when its tracked files
+// differ from it: the code that is mutated, which need not be the code of this binary
+// (the judge). Untracked files are in the copies too, and only the code digest covers
+// them.
+func repoCommit(ctx context.Context, repo string) string {
+	git := func(args ...string) (string, error) {
+		c := exec.CommandContext(ctx, "git", args...)
+		c.Dir = repo
+		b, err := c.Output()
+		return strings.TrimSpace(string(b)), err
+	}
+	rev, err := git("rev-parse", "--short=7", "HEAD")
+	if err != nil || rev == "" {
+		return "an unknown commit"
+	}
+	s := "commit " + rev
+	if st, err := git("status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		s += " (modified)"
+	}
+	return s
 }
 
 // moduleFiles lists the module at repo's tracked and untracked, not ignored, files.
