@@ -359,6 +359,9 @@ func (l *Leadership) stepDown(term Term, reason Reason) {
 	l.mu.Lock()
 	l.status.Role, l.status.Token = RoleFollower, 0
 	l.mu.Unlock()
+	// Recorded first: its time is when the term ended, which a log write that blocks
+	// (a busy disk) must not move.
+	l.cfg.Recorder.StepDown(term.Token, reason)
 	l.cfg.Metrics.LostLeadership(reason)
 	level := slog.LevelWarn
 	if reason == ReasonShutdown || reason == ReasonLeadReturned {
@@ -366,5 +369,4 @@ func (l *Leadership) stepDown(term Term, reason Reason) {
 	}
 	l.log.Log(context.Background(), level, "lost-leadership",
 		slog.Int64("token", term.Token), slog.String("reason", string(reason)))
-	l.cfg.Recorder.StepDown(term.Token, reason)
 }
