@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/fenceline/fenceline/history"
 )
 
 // TestStepDown: after a step-down at a shutdown, or after the work returned, the
@@ -156,4 +158,61 @@ func TestStepDownEarlyExpiry(t *testing.T) {
 			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "for an expired lease")
 		})
 	}
+}
+
+// A step-down for an expired lease comes at the deadline, not after it: an elector that
+// adds the drift margin where it subtracts it (Lead's deadline arithmetic, two mutants)
+// believes in its lease past the lock's expiry on Redis. A pause or a clock fault on the
+// node excuses it, and so does a term that sent no renewal after its grant: a grant that
+// arrived after its deadline ends the term at once.
+func TestStepDownLateExpiry(t *testing.T) {
+	ttl := 2 * time.Second
+	deadline := ttl - ttl/20 // from the last confirmed renewal's send
+	for _, c := range []struct {
+		name    string
+		after   time.Duration // from the last confirmed renewal's send to the step-down
+		fault   string        // on the node from before that renewal to after the step-down
+		renewed bool          // a renewal was sent after the last confirmed one
+		want    Verdict
+	}{
+		{"at the deadline", deadline + 5*time.Millisecond, "", true, Valid},
+		{"within the drift margin after it", deadline + ttl/20 - time.Millisecond, "", true, Valid},
+		{"two drift margins after it", deadline + 2*ttl/20, "", true, Invalid},
+		{"two drift margins after it, the node paused", deadline + 2*ttl/20, "pause", true, Valid},
+		{"two drift margins after it, a clock fault on the node", deadline + 2*ttl/20, "clock", true, Valid},
+		{"no renewal sent since the last grant", deadline + 2*ttl/20, "", false, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			if c.fault != "" {
+				id := s.injectFault(c.fault, "n1")
+				defer s.healFault(id)
+			}
+			s.adv(667 * time.Millisecond)
+			sent := s.now
+			s.renew(0, tok)
+			if c.renewed {
+				// Unanswered renewals: the node is cut off from Redis.
+				for _, at := range []time.Duration{667 * time.Millisecond, 1334 * time.Millisecond} {
+					s.now = sent + int64(at)
+					i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+					s.adv(500 * time.Millisecond)
+					s.complete(i, history.Info, history.Event{Token: tok, Error: "i/o timeout"})
+				}
+			}
+			s.now = sent + int64(c.after)
+			s.stepDown(0, tok, reasonLeaseExpired)
+			s.adv(time.Millisecond)
+			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "after the deadline")
+		})
+	}
+	// An acquire answered after its deadline: the term ends as it begins.
+	s := newSim(simConfig{Seed: 1})
+	i := s.invoke(0, history.KindAcquire, history.Event{})
+	s.adv(ttl + ttl/4)
+	s.complete(i, history.OK, history.Event{Token: 1})
+	s.stepDown(0, 1, reasonLeaseExpired)
+	s.adv(time.Millisecond)
+	wantCheck(t, checkOnly(t, s.end(), CheckStepDown), Valid, "after the deadline")
 }
