@@ -256,7 +256,7 @@ var staleLeaderFaults = []string{faults.Pause, faults.Delay, faults.PartitionRes
 // release may then come late), or restart Redis.
 func probed(kinds []string) bool {
 	return slices.ContainsFunc(kinds, func(k string) bool {
-		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart || k == faults.FPTakeoverRace
+		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart || k == faults.FPTakeoverRace || k == faults.FPLateRenew
 	})
 }
 
@@ -382,6 +382,11 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	}
 	if slices.Contains(kinds, faults.FPTakeoverRace) {
 		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.Contains(kinds, faults.FPLateRenew) {
+		// Named only (not in `all`): a renewal held past the lease goes out once the lock
+		// is another's, and must be refused.
+		add(faults.FPLateRenew, leader, nemesis.Params{Hold: 3 * lease})
 	}
 	if stale {
 		for i := 1; i <= min(nodes, 3); i++ {

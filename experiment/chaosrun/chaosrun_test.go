@@ -202,6 +202,35 @@ func TestTakeoverRaceProbe(t *testing.T) {
 	}
 }
 
+// fp-late-renew, which `all` leaves out, is a probe of a run that names it, after the
+// others but the clock jumps; a run of `all` has none.
+func TestLateRenewProbe(t *testing.T) {
+	lease := 2 * time.Second
+	steps, err := nemesis.NewSchedule(nemesis.ScheduleOptions{Seed: 3, Kinds: faults.All(), Duration: time.Minute, LeaseTTL: lease, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, p := range WithStaleLeaderProbes(steps, lease, 3, append(faults.All(), faults.FPLateRenew))[:10] {
+		kinds = append(kinds, p.Kind)
+		if p.Kind == faults.FPLateRenew && !p.Aim.Leader {
+			t.Errorf("the late renewal aims at %+v, not the leader", p.Aim)
+		}
+	}
+	want := []string{faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.FPLateRenew, faults.Clock, faults.Clock, faults.Clock}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("probes %v, want %v", kinds, want)
+	}
+	for _, p := range WithStaleLeaderProbes(steps, lease, 3, faults.All()) {
+		if p.Kind == faults.FPLateRenew {
+			t.Errorf("a run of all has the late renewal at %v", p.At)
+		}
+	}
+	if !probed([]string{faults.FPLateRenew}) {
+		t.Error("a run of fp-late-renew alone is not probed")
+	}
+}
+
 // A run of the Redlock variant has its servers, and their restart opens its probes when
 // its faults restart Redis; no other run has either, nor takes the fault.
 func TestRedlockProbe(t *testing.T) {

@@ -551,7 +551,12 @@ func failedTests(output []byte) string {
 //     decision to renew and the send, so a renewal that extends another holder's lock,
 //     or a release whose error is recorded as a refusal, survives it; the aimed fault
 //     makes that history.
-const TakeoverSecond = "takeover on disconnect and the mixed schedule"
+//   - A late renewal (faults.FPLateRenew, a probe once named): the leader's renewal held
+//     past its lease, sent once a standby holds the lock. A renewal script that extends
+//     whoever holds the lock answers it as granted, which lease-grant judges; without the
+//     probe only an aimed pause at a renewal made that history, in some runs and not in
+//     others.
+const TakeoverSecond = "takeover on disconnect, the mixed schedule and a late renewal"
 
 // chaosStage runs one chaos run of the mutant's binary with seed: what `make chaos` runs
 // (all faults, random schedule, 3 nodes, lease 2 s), with what TakeoverSecond says if
@@ -570,6 +575,9 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: second}
 	if second {
 		s.Schedule = nemesis.ScheduleMixed
+		if !slices.Contains(kinds, faults.FPLateRenew) {
+			s.Nemeses = append(slices.Clone(kinds), faults.FPLateRenew)
+		}
 	}
 	if err := s.Prepare(); err != nil {
 		return Undecided, "", 0, "", err.Error()
