@@ -58,8 +58,8 @@ type edge struct {
 //     feasible points are two concrete placements: if either satisfies every open
 //     disjunction it is a linearization; otherwise we give up.
 //
-// A history outside (1) — a commit that may apply without moving the cursor forward —
-// is also given up on. For a violation, blame names the operations behind it: the
+// A history outside (1) — a commit that may apply without moving the cursor forward, or
+// any write that moves no cursor — is also given up on. For a violation, blame names the operations behind it: the
 // load, rejection or commit that fits no state, or the two operations whose bounds
 // cross (one must follow a commit that the other must precede, and it returned before
 // the other was invoked).
@@ -67,6 +67,9 @@ func decideChain(ops []linOp, init regState) (v Verdict, why string, blame []int
 	nOK, nUnk, nLoad := 0, 0, 0
 	for i := range ops {
 		switch o := &ops[i]; {
+		case o.write:
+			// The argument needs every state change to move the cursor.
+			return Unknown, "the history holds writes that move no cursor", blame
 		case !o.commit:
 			nLoad++
 		case o.out == outOK:

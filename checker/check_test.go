@@ -68,6 +68,13 @@ func TestCheckEmptyRun(t *testing.T) {
 // registerRun simulates the register workload: clients that load and commit with
 // tokens of their own, concurrently, some commits of unknown outcome.
 func registerRun(seed uint64, nclients, nops int) *history.Run {
+	return registerRunWith(seed, nclients, nops, simConfig{}, false)
+}
+
+// registerRunWith is registerRun with the store's fence as cfg says (its fields for the
+// fence and the writes only), and with writes, when asked for, among the operations: a
+// fifth of them, a quarter of which run a body that fails after the check.
+func registerRunWith(seed uint64, nclients, nops int, cfg simConfig, writes bool) *history.Run {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	type client struct {
 		name   string
@@ -80,7 +87,7 @@ func registerRun(seed uint64, nclients, nops int) *history.Run {
 		unsure bool
 	}
 	st := &simStore{bal: map[string]int64{}}
-	s := &sim{cfg: simConfig{}, st: *st}
+	s := &sim{cfg: cfg, st: *st}
 	const t0 = 1_700_000_000_000_000_000
 	cs := make([]*client, nclients)
 	for i := range cs {
@@ -107,14 +114,17 @@ func registerRun(seed uint64, nclients, nops int) *history.Run {
 			seq++
 			ops++
 			c.inv = history.Event{ID: fmt.Sprintf("%s-%d", c.name, seq), Type: history.Invoke, Node: c.name, Time: now, Kind: history.KindLoad}
-			if ops%2 == 0 {
+			switch {
+			case writes && ops%5 == 1:
+				c.inv.Kind, c.inv.Token = history.KindWrite, c.tok
+			case ops%2 == 0:
 				c.inv.Kind, c.inv.Token, c.inv.From, c.inv.To = history.KindCommit, c.tok, c.cursor, c.cursor+1
 			}
 			evs = append(evs, c.inv)
 			c.phase, c.next = 1, now+rng.Int64N(400)
 		case 1:
 			c.done = history.Event{ID: c.inv.ID, Type: history.OK, Kind: c.inv.Kind, Node: c.name}
-			c.unsure = c.inv.Kind == history.KindCommit && rng.IntN(15) == 0
+			c.unsure = c.inv.Kind != history.KindLoad && rng.IntN(15) == 0
 			if c.inv.Kind == history.KindLoad {
 				c.done.Cursor, c.done.Token = s.st.cursor, s.st.maxTok
 				c.cursor, c.tok = s.st.cursor, max(c.tok, s.st.maxTok)+int64(rng.IntN(2))
@@ -123,6 +133,8 @@ func registerRun(seed uint64, nclients, nops int) *history.Run {
 				s.events = []history.Event{c.inv}
 				if res := s.apply(0); res != "ok" {
 					c.done.Type, c.done.Error = history.Fail, res
+				} else if c.inv.Kind == history.KindWrite && rng.IntN(4) == 0 {
+					c.done.Error, s.st.audit[len(s.st.audit)-1].Result = history.ErrBodyFailed, auditBodyError
 				}
 			}
 			c.phase, c.next = 2, now+rng.Int64N(400)
@@ -188,6 +200,94 @@ func TestRegisterWorkload(t *testing.T) {
 	if c := res.Check(CheckLinearizability); c.Verdict != Invalid || c.Visualization == "" || len(c.Offending) == 0 {
 		t.Errorf("corrupted load: %s %s %q %q", c.Verdict, c.Message, c.Offending, c.Visualization)
 	}
+}
+
+// Writes that move no cursor, among the register's commits and loads: a store that
+// fences them is valid on every check; one that accepts a write without recording its
+// token, or holds a write to a cursor, is caught by linearizability and no-stale-write.
+// (The commit script's mutants commitScript:252:1 and 161:8 are these stores.)
+func TestRegisterWrites(t *testing.T) {
+	run := registerRunWith(12, 5, 3000, simConfig{}, true)
+	res, err := Check(context.Background(), run, Options{Checks: RegisterChecks(), PieceOps: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		if c.Verdict != Valid {
+			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
+		}
+	}
+	if res.Ops.Writes < 400 {
+		t.Errorf("%d writes, want about 600", res.Ops.Writes)
+	}
+	body := 0
+	for i := range run.Store.AuditLen() {
+		if run.Store.AuditAt(i).Result == auditBodyError {
+			body++
+		}
+	}
+	if body == 0 {
+		t.Error("no write whose body failed")
+	}
+	if m := res.Check(CheckLinearizability).Message; !strings.Contains(m, "writes") {
+		t.Errorf("linearizability says nothing of the writes: %s", m)
+	}
+	t.Logf("%s", res.Check(CheckLinearizability).Message)
+
+	for _, c := range []struct {
+		name string
+		cfg  simConfig
+	}{
+		{"token not recorded", simConfig{WriteNoToken: true}},
+		{"cursor checked", simConfig{WriteCursorCheck: true}},
+	} {
+		run := registerRunWith(12, 5, 3000, c.cfg, true)
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckLinearizability, CheckStaleWrite}, PieceOps: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cr := range res.Checks {
+			if cr.Verdict != Invalid {
+				t.Errorf("%s: %s %s: %s", c.name, cr.Name, cr.Verdict, cr.Message)
+			}
+		}
+	}
+}
+
+// A write whose body failed after the check is accepted: its token stands. A later
+// commit with a lower token is a stale write, and an audit that records the write as a
+// commit contradicts the history.
+func TestWriteBodyFailed(t *testing.T) {
+	const t0 = 1_700_000_000_000_000_000
+	w := func(typ history.Type, at int64) history.Event {
+		e := ev("w", typ, history.KindWrite, "c1", t0+at)
+		e.Token = 5
+		if typ == history.OK {
+			e.Error = history.ErrBodyFailed
+		}
+		return e
+	}
+	c := func(typ history.Type, at int64) history.Event {
+		e := ev("c", typ, history.KindCommit, "c2", t0+at)
+		e.Token, e.From, e.To = 4, 0, 1
+		return e
+	}
+	audit := []history.AuditEntry{
+		{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Kind: history.KindWrite, Result: auditBodyError},
+		{StreamID: "2-0", Op: "c", Node: "c2", Token: 4, From: 0, To: 1, Result: "ok"},
+	}
+	run := &history.Run{Info: history.RunInfo{Nodes: []string{"c1", "c2"}, Workload: "register", Start: t0, HealTime: t0 + 1, End: t0 + 100, Persistence: true},
+		Events: history.Pack([]history.Event{w(history.Invoke, 1), w(history.OK, 2), c(history.Invoke, 3), c(history.OK, 4)}),
+		Store:  &history.Store{Cursor: 1, MaxToken: 5, Sink: []int64{1}, Balances: map[string]int64{}, Audit: audit}}
+	wantCheck(t, checkOnly(t, run, CheckStaleWrite), Invalid, "accepted with token 4")
+	wantCheck(t, checkOnly(t, run, CheckLinearizability), Invalid, "")
+
+	evs := run.Events.All()
+	// An audit that calls a write a commit, or its body's failure ok, contradicts it.
+	run.Store.Audit = []history.AuditEntry{{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Result: auditBodyError}, audit[1]}
+	evs[1].Type, evs[1].Error = history.OK, history.ErrBodyFailed
+	run.Events = history.Pack(evs)
+	wantCheck(t, checkOnly(t, run, CheckAudit), Invalid, "records it as c1 token=5 0→0")
 }
 
 // TestSimulatedRunsAgreeWithUncut compares, on whole simulated runs (valid and broken),

@@ -15,8 +15,8 @@ import (
 // maxOffending caps CheckResult.Offending.
 const maxOffending = 5
 
-// okByRet returns the indices of the operations answered ok (accepted commits and ok
-// loads), sorted by return time. It is computed once, and is safe for concurrent use.
+// okByRet returns the indices of the operations answered ok (accepted commits and
+// writes, and ok loads), sorted by return time. It is computed once, and is safe for concurrent use.
 func (p *parsed) okByRet() []int32 {
 	p.byRetOnce.Do(func() {
 		p.byRet = make([]int32, 0, p.counts.OK)
@@ -32,17 +32,26 @@ func (p *parsed) okByRet() []int32 {
 
 func acceptedCommit(o *op) bool { return o.kind == kCommit && o.out == outOK && !o.final }
 
-// cursorAfter is the cursor an ok operation left: a load's, or a commit's to.
+// acceptedToken reports whether o is a commit or a write the store acknowledged: its
+// token became the highest accepted.
+func acceptedToken(o *op) bool { return o.kind != kLoad && o.out == outOK && !o.final }
+
+// cursorAfter is the cursor an ok operation left: a load's, or a commit's to. A write
+// says nothing of the cursor: math.MinInt64.
 func (o *op) cursorAfter() int64 {
-	if o.kind == kCommit {
+	switch o.kind {
+	case kCommit:
 		return o.b
+	case kWrite:
+		return math.MinInt64
 	}
 	return o.a
 }
 
-// staleWrite: the store never accepted a commit whose token is lower than one it had
-// already accepted. In the audit stream (the store's own order), and in the histories:
-// a commit acknowledged before another was invoked precedes it in any order.
+// staleWrite: the store never accepted a commit or a write whose token is lower than
+// one it had already accepted. In the audit stream (the store's own order), and in the
+// histories: a commit or write acknowledged before another was invoked precedes it in
+// any order. A write whose body failed after the check was accepted: its token stands.
 //
 // In the audit it also holds the store to the answer it owes a stale writer: a commit
 // is rejected as stale-token exactly when its token is below one accepted before it,
@@ -76,6 +85,11 @@ func staleWrite(p *parsed) CheckResult {
 			switch {
 			case !reasons && a.Result != "ok":
 				continue
+			case a.Result == history.ErrCursorConflict && a.Kind == history.KindWrite:
+				bad = append(bad, finding{answerTime(p, a), fmt.Sprintf("audit #%d: %s write op %s with token %d was rejected as %s, but a write moves no cursor (%s)",
+					i, a.Node, a.Op, a.Token, a.Result, acceptedSoFar(maxTok, at))})
+				misanswered++
+				continue
 			case a.Result == history.ErrCursorConflict && stale:
 				bad = append(bad, finding{answerTime(p, a), fmt.Sprintf("audit #%d: %s op %s with token %d was rejected as %s, not %s, after audit #%d (op %s) accepted token %d",
 					i, a.Node, a.Op, a.Token, a.Result, history.ErrStaleToken, at, st.AuditOp(int(at)), maxTok)})
@@ -86,7 +100,7 @@ func staleWrite(p *parsed) CheckResult {
 					i, a.Node, a.Op, a.Result, a.Token, acceptedSoFar(maxTok, at))})
 				misanswered++
 				continue
-			case a.Result != "ok":
+			case a.Result != "ok" && a.Result != auditBodyError:
 				continue
 			}
 			if stale {
@@ -101,12 +115,12 @@ func staleWrite(p *parsed) CheckResult {
 	k, maxTok, at, acked := 0, int64(math.MinInt64), int32(-1), 0
 	for i := range p.ops {
 		o := &p.ops[i]
-		if !acceptedCommit(o) || o.ret == never {
+		if !acceptedToken(o) || o.ret == never {
 			continue
 		}
 		acked++
 		for ; k < len(byRet) && p.ops[byRet[k]].ret < o.call; k++ {
-			if q := &p.ops[byRet[k]]; acceptedCommit(q) && q.token > maxTok {
+			if q := &p.ops[byRet[k]]; acceptedToken(q) && q.token > maxTok {
 				maxTok, at = q.token, byRet[k]
 			}
 		}
@@ -119,7 +133,7 @@ func staleWrite(p *parsed) CheckResult {
 		cr.Verdict = Invalid
 		var parts []string
 		if n := len(bad) - misanswered; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d commits accepted with a token lower than one already accepted", n))
+			parts = append(parts, fmt.Sprintf("%d %s accepted with a token lower than one already accepted", n, fencedNoun(p, "or")))
 		}
 		if misanswered > 0 {
 			parts = append(parts, fmt.Sprintf("%d rejections whose reason contradicts the tokens accepted before them", misanswered))
@@ -128,15 +142,24 @@ func staleWrite(p *parsed) CheckResult {
 		cr.setOffending(bad, maxOffending, p.runEnd())
 	case p.run.Store == nil:
 		cr.Verdict = Unknown
-		cr.Message = "no final store read, so no audit stream: the histories show no stale write, but only acknowledged commits were compared"
+		cr.Message = "no final store read, so no audit stream: the histories show no stale write, but only acknowledged " + fencedNoun(p, "and") + " were compared"
 	default:
-		cr.Message = fmt.Sprintf("%d audit entries and %d acknowledged commits: every accepted token is at least every token accepted before it",
-			p.run.Store.AuditLen(), acked)
+		cr.Message = fmt.Sprintf("%d audit entries and %d acknowledged %s: every accepted token is at least every token accepted before it",
+			p.run.Store.AuditLen(), acked, fencedNoun(p, "and"))
 		if reasons {
 			cr.Message += ", and every lower one was rejected as stale"
 		}
 	}
 	return cr
+}
+
+// fencedNoun names the fenced operations of the run for a message: "commits", or
+// "commits and writes" (conj "and" or "or") when it holds writes that move no cursor.
+func fencedNoun(p *parsed, conj string) string {
+	if p.counts.Writes == 0 {
+		return "commits"
+	}
+	return "commits " + conj + " writes"
 }
 
 // answerTime is when the store gave the answer of audit entry a: its own clock (Redis's
@@ -369,7 +392,7 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 		cur, at := opts.InitialCursor, -1
 		for i := range st.AuditLen() {
 			a := st.AuditAt(i)
-			if a.Result != "ok" {
+			if a.Result != "ok" || a.Kind == history.KindWrite {
 				continue
 			}
 			prev := func() string {
@@ -391,7 +414,7 @@ func cursorMonotonic(p *parsed, opts Options) CheckResult {
 	k, maxCur, at, answered := 0, opts.InitialCursor, int32(-1), 0
 	for i := range p.ops {
 		o := &p.ops[i]
-		if o.out != outOK || o.ret == never {
+		if o.out != outOK || o.ret == never || o.kind == kWrite {
 			continue
 		}
 		answered++

@@ -23,7 +23,8 @@ type linOp struct {
 	a, b      int64 // commit: from, to; load: the cursor and token it returned
 	src       int32 // index in parsed.ops
 	node      int32
-	commit    bool
+	commit    bool    // a commit or a write: a fenced operation
+	write     bool    // a write that moves no cursor (a, b are 0)
 	out       outcome // commit: outOK (accepted), outStale, outConflict, outUnknown
 }
 
@@ -31,7 +32,7 @@ func (o *linOp) input() regInput {
 	if !o.commit {
 		return regInput{}
 	}
-	return regInput{commit: true, token: o.token, from: o.a, to: o.b}
+	return regInput{commit: true, write: o.write, token: o.token, from: o.a, to: o.b}
 }
 
 func (o *linOp) output() regOutput {
@@ -66,7 +67,7 @@ func linOps(p *parsed) []linOp {
 				continue
 			}
 		} else {
-			l.commit, l.token = true, o.token
+			l.commit, l.write, l.token = true, o.kind == kWrite, o.token
 			switch o.out {
 			case outOK, outStale, outConflict:
 				l.out = o.out
@@ -141,7 +142,7 @@ func boundUnknowns(ops []linOp) (bounded int) {
 			}
 		case o.out == outOK:
 			toks = append(toks, witness{o.token, o.ret})
-			if monotone {
+			if monotone && !o.write {
 				curs = append(curs, witness{o.b, o.ret})
 			}
 		case o.out == outStale && o.token < math.MaxInt64:
@@ -168,7 +169,11 @@ func boundUnknowns(ops []linOp) (bounded int) {
 		if o.ret != never || !o.sideEffect() {
 			continue // only accepted and unknown outcomes: the argument above is theirs
 		}
-		if r := min(byTok(o.token), byCur(o.a)); r != never {
+		r := byTok(o.token)
+		if !o.write { // a write has no cursor check to fail
+			r = min(r, byCur(o.a))
+		}
+		if r != never {
 			o.ret = max(o.call, r)
 			bounded++
 		}
@@ -199,11 +204,13 @@ type piece struct {
 // becomes the suffix's initial state. Then the whole history is linearizable exactly
 // when the prefix is (from its initial state) and the suffix is (from that state).
 //
-// Only commits that were accepted or whose outcome is unknown change the state. Since
+// Only commits and writes that were accepted or whose outcome is unknown change the
+// state ("commit" below means either). Since
 // the last cut, (2) holds when:
 //   - no such commit was invoked: the state is the piece's initial state;
-//   - the latest-invoked one, D, was accepted and every other one returned before D was
-//     invoked: D is linearized after all of them, so the state is (D.to, D.token);
+//   - the latest-invoked one, D, was an accepted commit (not a write, which leaves the
+//     cursor as it found it) and every other one returned before D was invoked: D is
+//     linearized after all of them, so the state is (D.to, D.token);
 //   - the latest-invoked ok load L was invoked after every such commit returned: the
 //     state is what L returned.
 //
@@ -237,7 +244,7 @@ func forEachCut(ops []linOp, init regState, emit func(piece)) {
 		switch {
 		case lastSE < 0:
 			st = init
-		case ops[lastSE].out == outOK && prevSERet < ops[lastSE].call:
+		case ops[lastSE].out == outOK && !ops[lastSE].write && prevSERet < ops[lastSE].call:
 			st = regState{cursor: ops[lastSE].b, token: ops[lastSE].token}
 		case lastLoad >= 0 && maxSERet < ops[lastLoad].call:
 			st = regState{cursor: ops[lastLoad].a, token: ops[lastLoad].b}
@@ -490,8 +497,12 @@ func linearizability(ctx context.Context, p *parsed, opts Options) (cr CheckResu
 		"open_unknowns":     int64(lr.unknowns),
 		"bounded":           int64(lr.bounded),
 	}
-	summary := fmt.Sprintf("%d loads and commits in %d pieces (%d operations with no concurrency replayed; the largest piece for porcupine has %d); %d commits of unknown outcome, %d resolved by the audit stream",
-		len(ops), len(lr.pieces), lr.seqOps, lr.largest, p.counts.UnknownCommits, p.counts.ResolvedByAudit)
+	what := "loads and commits"
+	if p.counts.Writes > 0 {
+		what = "loads, commits and writes"
+	}
+	summary := fmt.Sprintf("%d %s in %d pieces (%d operations with no concurrency replayed; the largest piece for porcupine has %d); %d %s of unknown outcome, %d resolved by the audit stream",
+		len(ops), what, len(lr.pieces), lr.seqOps, lr.largest, p.counts.UnknownCommits, fencedNoun(p, "and"), p.counts.ResolvedByAudit)
 	if p.run.Store != nil && !p.auditComplete {
 		summary += " (the audit stream is incomplete: absence proves nothing)"
 	}
@@ -649,7 +660,7 @@ func explainChain(p *parsed, ops []linOp, lr *linResult, blamed []linOp, opts Op
 			w.from = "the sub-piece's initial state: no commit accepted before them in it"
 			best := -1
 			for j := sub.lo; j < w.lo; j++ {
-				if o := &ops[j]; o.commit && o.out == outOK && o.ret < ops[w.lo].call && (best < 0 || o.b > ops[best].b) {
+				if o := &ops[j]; o.commit && !o.write && o.out == outOK && o.ret < ops[w.lo].call && (best < 0 || o.b > ops[best].b) {
 					best = j
 				}
 			}

@@ -12,9 +12,10 @@ type regState struct {
 	cursor, token int64
 }
 
-// regInput is a load (commit false) or a commit of (token, from, to).
+// regInput is a load (commit false), a commit of (token, from, to), or a write of
+// token that moves no cursor (commit and write true).
 type regInput struct {
-	commit          bool
+	commit, write   bool
 	token, from, to int64
 }
 
@@ -27,6 +28,8 @@ type regOutput struct {
 
 // regStep is the register's sequential specification. A commit is accepted exactly
 // when its token is at least the highest accepted one and the cursor equals its from.
+// A write has no cursor to check: it is accepted exactly when its token is, is never
+// told cursor-conflict, and leaves the cursor as it was.
 //
 // A commit of unknown outcome steps as the store would: it applies if it can and is a
 // no-op otherwise. That is as permissive as "it may or may not have happened", because
@@ -39,20 +42,24 @@ func regStep(s regState, in regInput, out regOutput) (bool, regState) {
 		return out.cursor == s.cursor && out.token == s.token, s
 	}
 	fresh := in.token >= s.token
-	can := fresh && s.cursor == in.from
+	can := fresh && (in.write || s.cursor == in.from)
+	after := regState{cursor: in.to, token: in.token}
+	if in.write {
+		after.cursor = s.cursor
+	}
 	switch out.out {
 	case outOK:
 		if can {
-			return true, regState{cursor: in.to, token: in.token}
+			return true, after
 		}
 		return false, s
 	case outStale:
 		return !fresh, s
 	case outConflict:
-		return fresh && s.cursor != in.from, s
+		return !in.write && fresh && s.cursor != in.from, s
 	case outUnknown:
 		if can {
-			return true, regState{cursor: in.to, token: in.token}
+			return true, after
 		}
 		return true, s
 	}
@@ -87,7 +94,10 @@ func describeRegOp(in regInput, out regOutput) string {
 	if !in.commit {
 		return fmt.Sprintf("load() → cursor=%d token=%d", out.cursor, out.token)
 	}
-	res := "?"
+	res, what := "?", fmt.Sprintf("commit(token=%d, %d→%d)", in.token, in.from, in.to)
+	if in.write {
+		what = fmt.Sprintf("write(token=%d)", in.token)
+	}
 	switch out.out {
 	case outOK:
 		res = "accepted"
@@ -98,5 +108,5 @@ func describeRegOp(in regInput, out regOutput) string {
 	case outUnknown:
 		res = "unknown"
 	}
-	return fmt.Sprintf("commit(token=%d, %d→%d) → %s", in.token, in.from, in.to, res)
+	return what + " → " + res
 }

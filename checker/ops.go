@@ -25,6 +25,7 @@ type opKind uint8
 const (
 	kLoad opKind = iota
 	kCommit
+	kWrite // a fenced write that moves no cursor: only its token is recorded
 )
 
 // outcome is what a store operation returned.
@@ -48,11 +49,11 @@ const (
 	resAbsent                     // absent from a complete audit: it never reached the store
 )
 
-// op is a store operation (load or commit): an invoke and its completion.
+// op is a store operation (load, commit or write): an invoke and its completion.
 type op struct {
 	call, ret int64 // ret is never when there was no completion
-	token     int64 // commit: the writer's token
-	a, b      int64 // commit: from, to; ok load: cursor, token
+	token     int64 // commit, write: the writer's token
+	a, b      int64 // commit: from, to; ok load: cursor, token; write: 0, 0
 	ev        int32 // index of the invoke event in parsed.evs
 	done      int32 // index of the completion event, -1 if none
 	node      int32
@@ -61,6 +62,7 @@ type op struct {
 	out       outcome
 	res       resolution
 	final     bool // the final store read, not a recorded operation
+	bodyErr   bool // an ok write whose body failed after the token check (history.ErrBodyFailed)
 }
 
 // elOp is an election operation: acquire, renew or release.
@@ -177,7 +179,7 @@ func parse(run *history.Run) (*parsed, error) {
 	for i := range p.evs.Len() {
 		if p.evs.Type(i) == history.Invoke {
 			switch p.evs.Kind(i) {
-			case history.KindLoad, history.KindCommit:
+			case history.KindLoad, history.KindCommit, history.KindWrite:
 				nops++
 			case history.KindAcquire, history.KindRenew, history.KindRelease:
 				nel++
@@ -208,10 +210,13 @@ func parse(run *history.Run) (*parsed, error) {
 			}
 			n := p.node(e.Node)
 			switch e.Kind {
-			case history.KindLoad, history.KindCommit:
+			case history.KindLoad, history.KindCommit, history.KindWrite:
 				o := op{call: e.Time, ret: never, ev: int32(i), done: -1, node: n, out: outUnknown, audit: -1}
-				if e.Kind == history.KindCommit {
+				switch e.Kind {
+				case history.KindCommit:
 					o.kind, o.token, o.a, o.b = kCommit, e.Token, e.From, e.To
+				case history.KindWrite:
+					o.kind, o.token = kWrite, e.Token
 				}
 				pending[e.ID] = pend{idx: int32(len(p.ops))}
 				p.ops = append(p.ops, o)
@@ -266,9 +271,10 @@ func parse(run *history.Run) (*parsed, error) {
 			if o.kind == kLoad {
 				o.a, o.b = e.Cursor, e.Token
 			}
+			o.bodyErr = o.kind == kWrite && e.Error == history.ErrBodyFailed
 		case history.Fail:
 			o.out = outOtherFail
-			if o.kind == kCommit {
+			if o.kind != kLoad {
 				switch e.Error {
 				case history.ErrStaleToken:
 					o.out = outStale
@@ -347,17 +353,20 @@ func (p *parsed) count() {
 	c := &p.counts
 	for i := range p.ops {
 		o := &p.ops[i]
-		if o.kind == kLoad {
+		switch o.kind {
+		case kLoad:
 			c.Loads++
-		} else {
+		case kCommit:
 			c.Commits++
+		case kWrite:
+			c.Writes++
 		}
 		switch o.out {
 		case outOK:
 			c.OK++
 		case outUnknown:
 			c.Unknown++
-			if o.kind == kCommit {
+			if o.kind != kLoad {
 				c.UnknownCommits++
 			}
 		default:
@@ -423,7 +432,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 	guess := int32(0)
 	for i := range p.ops {
 		o := &p.ops[i]
-		if o.kind != kCommit {
+		if o.kind == kLoad {
 			continue
 		}
 		id := p.evs.ID(int(o.ev))
@@ -448,14 +457,16 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 		}
 		matched[j] = true
 		a := st.AuditAt(int(j))
-		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] {
-			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d records it as %s token=%d %d→%d",
-				p.describe(o), j, a.Node, a.Token, a.From, a.To)})
+		if a.Token != o.token || a.From != o.a || a.To != o.b || a.Node != p.nodes[o.node] || (a.Kind == history.KindWrite) != (o.kind == kWrite) {
+			p.auditIssues = append(p.auditIssues, finding{o.opTime(), fmt.Sprintf("%s: audit #%d records it as %s", p.describe(o), j, describeAudit(a))})
 		}
 		want := ""
 		switch o.out {
 		case outOK:
 			want = "ok"
+			if o.bodyErr {
+				want = auditBodyError
+			}
 		case outStale:
 			want = history.ErrStaleToken
 		case outConflict:
@@ -475,18 +486,18 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			if k, _ := auditOf.get(a.Op); int(k) != j {
 				continue // a second processing, reported above
 			}
-			p.auditIssues = append(p.auditIssues, finding{0, fmt.Sprintf("audit #%d (op %s, %s token=%d %d→%d: %s) matches no recorded commit",
-				j, a.Op, a.Node, a.Token, a.From, a.To, a.Result)})
+			p.auditIssues = append(p.auditIssues, finding{0, fmt.Sprintf("audit #%d (op %s, %s: %s) matches no recorded commit or write",
+				j, a.Op, describeAudit(a), a.Result)})
 		}
 	}
 	p.auditComplete = !p.volatile && missing == 0
 	for i := range p.ops {
 		o := &p.ops[i]
-		if o.kind != kCommit || o.out != outUnknown {
+		if o.kind == kLoad || o.out != outUnknown {
 			continue
 		}
 		if j := o.audit; j >= 0 {
-			if st.AuditAt(int(j)).Result == "ok" {
+			if r := st.AuditAt(int(j)).Result; r == "ok" || r == auditBodyError {
 				o.res = resApplied
 			} else {
 				o.res = resRejected
@@ -498,6 +509,19 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			p.counts.ResolvedByAudit++
 		}
 	}
+}
+
+// auditBodyError is the audit's result for a write whose body failed after the token
+// check: its token was recorded (history.ErrBodyFailed in the history).
+const auditBodyError = "error"
+
+// describeAudit says what an audit entry records: "n1 token=3 4→6", or "n1 write
+// token=3" for a write that moves no cursor.
+func describeAudit(a history.AuditEntry) string {
+	if a.Kind == history.KindWrite {
+		return fmt.Sprintf("%s write token=%d", a.Node, a.Token)
+	}
+	return fmt.Sprintf("%s token=%d %d→%d", a.Node, a.Token, a.From, a.To)
 }
 
 // t formats a time relative to the run's start.
@@ -515,17 +539,23 @@ func (p *parsed) describe(o *op) string {
 	}
 	e := p.evs.At(int(o.ev))
 	var b strings.Builder
-	if o.kind == kLoad {
+	switch o.kind {
+	case kLoad:
 		fmt.Fprintf(&b, "%s load %s", e.Node, e.ID)
-	} else {
+	case kCommit:
 		fmt.Fprintf(&b, "%s commit %s token=%d %d→%d", e.Node, e.ID, o.token, o.a, o.b)
+	case kWrite:
+		fmt.Fprintf(&b, "%s write %s token=%d", e.Node, e.ID, o.token)
 	}
 	b.WriteString(": ")
 	switch o.out {
 	case outOK:
-		if o.kind == kLoad {
+		switch {
+		case o.kind == kLoad:
 			fmt.Fprintf(&b, "cursor=%d token=%d", o.a, o.b)
-		} else {
+		case o.bodyErr:
+			b.WriteString("accepted, its body failed")
+		default:
 			b.WriteString("accepted")
 		}
 	case outStale:

@@ -79,6 +79,7 @@ type Result struct {
 	Changes []LeaderChange `json:"changes,omitempty"`
 	// FencingRejections counts commits the store rejected with ErrStaleToken: those a
 	// node was told about, plus unknown outcomes the audit stream shows were rejected so.
+	// Writes that move no cursor are not counted (the operations table counts theirs).
 	FencingRejections int `json:"fencing_rejections"`
 	// CursorConflicts counts commits rejected with ErrCursorConflict, counted the same way.
 	CursorConflicts int `json:"cursor_conflicts"`
@@ -139,10 +140,12 @@ type CheckResult struct {
 type OpCounts struct {
 	// Total counts every operation of the nodes (store and election), faults excluded.
 	Total int `json:"total"`
-	// Loads and Commits count store operations; Acquires, Renews and Releases election
-	// operations; StepDowns the step-down events; Faults the faults injected.
+	// Loads, Commits and Writes (fenced writes that move no cursor) count store
+	// operations; Acquires, Renews and Releases election operations; StepDowns the
+	// step-down events; Faults the faults injected.
 	Loads     int `json:"loads"`
 	Commits   int `json:"commits"`
+	Writes    int `json:"writes,omitempty"`
 	Acquires  int `json:"acquires"`
 	Renews    int `json:"renews"`
 	Releases  int `json:"releases"`
@@ -153,8 +156,9 @@ type OpCounts struct {
 	OK      int `json:"ok"`
 	Fail    int `json:"fail"`
 	Unknown int `json:"unknown"`
-	// UnknownCommits counts commits with an unknown outcome; ResolvedByAudit how many of
-	// them the audit stream resolved (applied, rejected, or never reached the store).
+	// UnknownCommits counts commits and writes with an unknown outcome; ResolvedByAudit
+	// how many of them the audit stream resolved (applied, rejected, or never reached the
+	// store).
 	UnknownCommits  int `json:"unknown_commits"`
 	ResolvedByAudit int `json:"resolved_by_audit"`
 }

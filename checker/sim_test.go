@@ -36,6 +36,10 @@ type simConfig struct {
 	NoFence    bool // the store does not compare tokens (a broken variant)
 	// NoCursorCheck: the store does not compare cursors (a broken variant).
 	NoCursorCheck bool
+	// Broken fences of writes that move no cursor (mutants of the commit script):
+	// WriteNoToken accepts a write without recording its token; WriteCursorCheck holds
+	// a write to a cursor (its From, 0) as a commit is held.
+	WriteNoToken, WriteCursorCheck bool
 	// Script, when set, replaces the random choice of faults: the k-th fault is Script[k].
 	Script []string
 }
@@ -120,13 +124,18 @@ func (s *sim) complete(inv int, typ history.Type, e history.Event) {
 func (s *sim) apply(inv int) string {
 	e := s.events[inv]
 	res := "ok"
+	write := e.Kind == history.KindWrite
 	switch {
 	case e.Token < s.st.maxTok && !s.cfg.NoFence:
 		res = history.ErrStaleToken
-	case s.st.cursor != e.From && !s.cfg.NoCursorCheck:
+	case s.st.cursor != e.From && !s.cfg.NoCursorCheck && (!write || s.cfg.WriteCursorCheck):
 		res = history.ErrCursorConflict
 	}
-	if res == "ok" {
+	if res == "ok" && write {
+		if !s.cfg.WriteNoToken {
+			s.st.maxTok = max(s.st.maxTok, e.Token)
+		}
+	} else if res == "ok" {
 		for i := e.From + 1; i <= e.To; i++ {
 			s.st.sink = append(s.st.sink, i)
 			s.st.bal[fmt.Sprintf("acct-%d", i%3)] += i%7 + 1
@@ -136,10 +145,14 @@ func (s *sim) apply(inv int) string {
 			s.st.maxTok = e.Token
 		}
 	}
-	s.st.audit = append(s.st.audit, history.AuditEntry{
+	a := history.AuditEntry{
 		StreamID: fmt.Sprintf("%d-0", s.now/1e6), Op: e.ID, Node: e.Node, Token: e.Token,
 		From: e.From, To: e.To, Result: res, ServerTime: s.now / 1000,
-	})
+	}
+	if write {
+		a.Kind = history.KindWrite
+	}
+	s.st.audit = append(s.st.audit, a)
 	return res
 }
 

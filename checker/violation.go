@@ -123,14 +123,14 @@ func (o *op) opTime() int64 {
 	return o.call
 }
 
-// commitTime returns the time of the commit whose operation id is id, or 0 if no
-// recorded commit has that id (an audit entry the histories do not know). It is safe
+// commitTime returns the time of the commit or write whose operation id is id, or 0 if
+// no recorded one has that id (an audit entry the histories do not know). It is safe
 // for concurrent use.
 func (p *parsed) commitTime(id string) int64 {
 	p.commitByIDOnce.Do(func() {
 		p.commitByID = make(map[string]int32, p.counts.Commits)
 		for i := range p.ops {
-			if o := &p.ops[i]; o.kind == kCommit && !o.final {
+			if o := &p.ops[i]; o.kind != kLoad && !o.final {
 				p.commitByID[p.evs.ID(int(o.ev))] = int32(i)
 			}
 		}

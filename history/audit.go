@@ -13,13 +13,13 @@ type auditLog struct {
 type auditRow struct {
 	token, from, to, serverTime int64
 	sid, op                     span
-	node, result                uint32
+	node, result, kind          uint32
 }
 
 func (l *auditLog) at(i int) AuditEntry {
 	r := &l.rows[i]
 	return AuditEntry{StreamID: str(l.ids, nil, r.sid), Op: str(l.ids, nil, r.op), Node: l.strs[r.node],
-		Token: r.token, From: r.from, To: r.to, Result: l.strs[r.result], ServerTime: r.serverTime}
+		Token: r.token, From: r.from, To: r.to, Result: l.strs[r.result], Kind: Kind(l.strs[r.kind]), ServerTime: r.serverTime}
 }
 
 // AuditLen returns the number of entries of the store's audit stream: those of Audit,

@@ -76,6 +76,8 @@ func decodeAudit(b []byte, a *AuditEntry, ids *arena, strs *interner) (sid, op s
 				a.Node = strs.get(str, 0)
 			case "result":
 				a.Result = strs.get(str, 1)
+			case "kind":
+				a.Kind = Kind(strs.get(str, 2))
 			default:
 				return false
 			}
@@ -111,7 +113,7 @@ func decodeAudit(b []byte, a *AuditEntry, ids *arena, strs *interner) (sid, op s
 // on every line; last[k] is the value field k had last, tried before the map.
 type interner struct {
 	m    map[string]string
-	last [2]string
+	last [3]string
 }
 
 func (in *interner) get(s []byte, k int) string {

@@ -262,9 +262,15 @@ type builder struct {
 var internFixed = []string{"",
 	string(Invoke), string(OK), string(Fail), string(Info),
 	string(KindLoad), string(KindCommit), string(KindAcquire), string(KindRenew),
-	string(KindRelease), string(KindStepDown), string(KindFault),
-	ErrStaleToken, ErrCursorConflict, ErrNotHeld,
+	string(KindRelease), string(KindStepDown), string(KindFault), string(KindWrite),
+	ErrStaleToken, ErrCursorConflict, ErrNotHeld, ErrBodyFailed,
 }
+
+// The indices of the types and the kinds in internFixed.
+const (
+	fixedTypeLo, fixedTypeHi = 1, 4
+	fixedKindLo, fixedKindHi = 5, 12
+)
 
 func newBuilder(n int) *builder {
 	b := &builder{rows: make([]row, 0, n), strs: slices.Clone(internFixed), index: make(map[string]uint32, len(internFixed))}
@@ -341,9 +347,9 @@ func (b *builder) decode(line []byte) error {
 			case "id":
 				f.idb = str
 			case "type":
-				f.typ = b.fixed(str, 1, 4)
+				f.typ = b.fixed(str, fixedTypeLo, fixedTypeHi)
 			case "kind":
-				f.kind = b.fixed(str, 5, 11)
+				f.kind = b.fixed(str, fixedKindLo, fixedKindHi)
 			case "node":
 				if string(str) != b.strs[b.lastNode] {
 					b.lastNode = b.intern(str)
@@ -420,10 +426,10 @@ func (b *builder) validate() error {
 	if r.id.len() == 0 {
 		return fmt.Errorf("%w: missing id", ErrMalformed)
 	}
-	if r.typ < 1 || r.typ > 4 {
+	if r.typ < fixedTypeLo || r.typ > fixedTypeHi {
 		return fmt.Errorf("%w: unknown type %q", ErrMalformed, b.strs[r.typ])
 	}
-	if r.kind < 5 || r.kind > 11 {
+	if r.kind < fixedKindLo || r.kind > fixedKindHi {
 		return fmt.Errorf("%w: unknown kind %q", ErrMalformed, b.strs[r.kind])
 	}
 	if r.time <= 0 || r.time > MaxTime {

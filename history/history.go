@@ -19,6 +19,7 @@ type Kind string
 const (
 	KindLoad     Kind = "load"      // cursor store: read cursor and highest accepted token
 	KindCommit   Kind = "commit"    // cursor store: fenced write of effects and new cursor
+	KindWrite    Kind = "write"     // cursor store: fenced write that moves no cursor (only its token is recorded)
 	KindAcquire  Kind = "acquire"   // election: SET NX PX + INCR of the token counter
 	KindRenew    Kind = "renew"     // election: compare-and-pexpire
 	KindRelease  Kind = "release"   // election: compare-and-delete
@@ -51,7 +52,11 @@ const (
 const (
 	ErrStaleToken     = "stale-token"     // commit rejected: token below the highest accepted
 	ErrCursorConflict = "cursor-conflict" // commit rejected: cursor moved since it was read
-	ErrNotHeld        = "not-held"        // acquire: lease held by another; renew/release: not ours any more
+	// ErrBodyFailed is the error of an ok write whose Lua body raised an error after the
+	// token check had passed: the token was recorded as accepted, and whatever the body
+	// wrote before the error stands (Redis does not roll a script back).
+	ErrBodyFailed = "body-failed"
+	ErrNotHeld    = "not-held" // acquire: lease held by another; renew/release: not ours any more
 	// ErrNotPresent: an acquire refused because the node's own presence was not yet
 	// visible in Redis, which only an election with takeover on disconnect asks for.
 	ErrNotPresent = "not-present"
@@ -125,7 +130,7 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: unknown type %q", ErrMalformed, e.Type)
 	}
 	switch e.Kind {
-	case KindLoad, KindCommit, KindAcquire, KindRenew, KindRelease, KindStepDown, KindFault:
+	case KindLoad, KindCommit, KindWrite, KindAcquire, KindRenew, KindRelease, KindStepDown, KindFault:
 	default:
 		return fmt.Errorf("%w: unknown kind %q", ErrMalformed, e.Kind)
 	}

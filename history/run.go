@@ -138,7 +138,11 @@ type AuditEntry struct {
 	Token    int64  `json:"token"`
 	From     int64  `json:"from"`
 	To       int64  `json:"to"`
-	// Result is "ok", ErrStaleToken or ErrCursorConflict.
+	// Kind is KindWrite for a fenced write that moves no cursor (From and To are then 0),
+	// and empty for a commit.
+	Kind Kind `json:"kind,omitempty"`
+	// Result is "ok", ErrStaleToken or ErrCursorConflict, or "error" for a write whose
+	// body raised an error after the token check (its token was recorded).
 	Result string `json:"result"`
 	// ServerTime is Redis's clock (TIME) in microseconds; informative only.
 	ServerTime int64 `json:"server_time_us"`
@@ -534,7 +538,7 @@ func readAudit(path string) (auditLog, string, error) {
 			return fmt.Errorf("%s:%d: %w%s: %v", name, line, ErrMalformed, what, err)
 		}
 		l.rows = append(l.rows, auditRow{token: a.Token, from: a.From, to: a.To, serverTime: a.ServerTime,
-			sid: sid, op: op, node: index(a.Node), result: index(a.Result)})
+			sid: sid, op: op, node: index(a.Node), result: index(a.Result), kind: index(string(a.Kind))})
 		return nil
 	})
 	if err != nil {

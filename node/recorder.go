@@ -88,8 +88,11 @@ type storeRecorder struct {
 
 func (r storeRecorder) Invoke(op listener.Op) func(listener.Result) {
 	ev := history.Event{ID: op.ID, Kind: history.Kind(op.Kind), Node: r.node}
-	if op.Kind == listener.OpCommit {
+	switch op.Kind {
+	case listener.OpCommit:
 		ev.Token, ev.From, ev.To, ev.Events = op.Token, op.From, op.To, op.Events
+	case listener.OpWrite:
+		ev.Token = op.Token
 	}
 	ev.Type = history.Invoke
 	r.rec.Record(ev)
@@ -100,6 +103,9 @@ func (r storeRecorder) Invoke(op listener.Op) func(listener.Result) {
 			if op.Kind == listener.OpLoad {
 				ev.Cursor, ev.Token = res.Cursor, res.Token
 			}
+		case listener.OutcomeBodyError:
+			// The body failed after the token check: the token was recorded.
+			ev.Type, ev.Error = history.OK, history.ErrBodyFailed
 		case listener.OutcomeUnknown:
 			ev.Type = history.Info
 			if res.Err != nil {

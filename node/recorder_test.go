@@ -24,6 +24,12 @@ func TestStoreRecorder(t *testing.T) {
 	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeUnknown, Err: errors.New("i/o timeout")})
 	commit.ID = "n1/b/4"
 	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeOK})
+	write := listener.Op{ID: "n1/b/5", Kind: listener.OpWrite, Token: 5}
+	r.Invoke(write)(listener.Result{Outcome: listener.OutcomeOK})
+	write.ID = "n1/b/6"
+	r.Invoke(write)(listener.Result{Outcome: listener.OutcomeBodyError})
+	write.ID = "n1/b/7"
+	r.Invoke(write)(listener.Result{Outcome: listener.OutcomeStaleToken})
 	evs, err := history.Read(&buf, "history")
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +43,13 @@ func TestStoreRecorder(t *testing.T) {
 		{ID: "n1/b/3", Type: history.Info, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2, Error: "i/o timeout"},
 		{ID: "n1/b/4", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
 		{ID: "n1/b/4", Type: history.OK, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+		// A write records its token; a body that failed after the check is an ok write.
+		{ID: "n1/b/5", Type: history.Invoke, Kind: history.KindWrite, Node: "n1", Token: 5},
+		{ID: "n1/b/5", Type: history.OK, Kind: history.KindWrite, Node: "n1", Token: 5},
+		{ID: "n1/b/6", Type: history.Invoke, Kind: history.KindWrite, Node: "n1", Token: 5},
+		{ID: "n1/b/6", Type: history.OK, Kind: history.KindWrite, Node: "n1", Token: 5, Error: history.ErrBodyFailed},
+		{ID: "n1/b/7", Type: history.Invoke, Kind: history.KindWrite, Node: "n1", Token: 5},
+		{ID: "n1/b/7", Type: history.Fail, Kind: history.KindWrite, Node: "n1", Token: 5, Error: history.ErrStaleToken},
 	}
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)

@@ -71,12 +71,18 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 			a := st.AuditAt(ai)
 			audited[a.Op] = true
 		}
-		// The cursor record holds the cursor and the token of the commit that wrote it.
+		// The cursor record holds the cursor and the token of the commit that wrote it,
+		// or the token of a write that moved no cursor (and ran, so its token stands,
+		// even when its body failed after the check).
 		type write struct{ cursor, token int64 }
 		written := map[write]bool{}
+		tokenOnly := map[int64]bool{}
 		for ai := range st.AuditLen() {
 			a := st.AuditAt(ai)
-			if a.Result == "ok" {
+			switch {
+			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == "error"):
+				tokenOnly[a.Token] = true
+			case a.Result == "ok":
 				written[write{a.To, a.Token}] = true
 			}
 		}
@@ -90,7 +96,7 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 			e := run.Events.At(i)
 			// Every cursor a load returns was written by an accepted commit, audited in
 			// the same script: a cursor and token no audit entry wrote were read, then lost.
-			if e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 && !written[write{e.Cursor, e.Token}] {
+			if e.Kind == history.KindLoad && e.Type == history.OK && e.Cursor > 0 && !written[write{e.Cursor, e.Token}] && !tokenOnly[e.Token] {
 				return fmt.Sprintf("load %s by %s read cursor %d written under token %d, which no commit in the final store wrote: the write was read and then lost (its commit may have been unacknowledged, as with a WAIT that missed)", e.ID, e.Node, e.Cursor, e.Token), true
 			}
 		}

@@ -374,13 +374,13 @@ func (v *view) overlapsTable() table {
 func (v *view) opsTable() table {
 	o := v.res.Ops
 	t := table{ID: "operations", Title: "Operations",
-		Intro: fmt.Sprintf("%d operations of the nodes (an invoke and its completion); %d commits of unknown outcome, %d of them resolved by the audit stream.",
-			o.Total, o.UnknownCommits, o.ResolvedByAudit),
+		Intro: fmt.Sprintf("%d operations of the nodes (an invoke and its completion); %d %s of unknown outcome, %d of them resolved by the audit stream.",
+			o.Total, o.UnknownCommits, cmp.Or(map[bool]string{true: "commits and writes"}[o.Writes > 0], "commits"), o.ResolvedByAudit),
 		Header: []string{"operation", "total", "ok", "fail", "unknown"},
 		Right:  []bool{false, true, true, true, true},
 		Empty:  "The history holds no operation."}
 	counts := v.opCounts
-	for _, k := range []history.Kind{history.KindLoad, history.KindCommit, history.KindAcquire, history.KindRenew, history.KindRelease} {
+	for _, k := range []history.Kind{history.KindLoad, history.KindCommit, history.KindWrite, history.KindAcquire, history.KindRenew, history.KindRelease} {
 		if c := counts[k]; c != nil {
 			t.Rows = append(t.Rows, []string{string(k), itoa(c.total), itoa(c.ok), itoa(c.fail), itoa(c.unknown)})
 		}

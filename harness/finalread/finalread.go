@@ -46,10 +46,13 @@ func keysOf(name string) storeKeys {
 
 // Audit results the commit script writes, from the README and docs/history.md.
 var auditResults = map[string]bool{
-	"ok": true, history.ErrStaleToken: true, history.ErrCursorConflict: true, auditBadArgument: true,
+	"ok": true, history.ErrStaleToken: true, history.ErrCursorConflict: true, auditBadArgument: true, auditBodyError: true,
 }
 
-const auditBadArgument = "bad-argument"
+const (
+	auditBadArgument = "bad-argument"
+	auditBodyError   = "error" // a write's body raised an error after the token check
+)
 
 // ReadStore reads the store's final state and the token counter of election name from
 // Redis at addr, bypassing every proxy (see Read). It blocks until Redis
@@ -202,8 +205,10 @@ func cursorRecord(key string, fields map[string]any) (cursor, token int64, err e
 
 // auditEntry reads one XRANGE entry: [id, [field, value, ...]] with exactly the fields
 // op node token from to result time, and error when (and only when) the result is
-// bad-argument. A bad-argument entry keeps the commit's arguments as they were sent,
-// which need not be integers: those read as 0, as docs/history.md says.
+// bad-argument or error. A write that moves no cursor has neither from nor to: its
+// entry is of KindWrite, with From and To 0. A bad-argument entry keeps the commit's
+// arguments as they were sent, which need not be integers: those read as 0, as
+// docs/history.md says.
 func auditEntry(v any) (history.AuditEntry, error) {
 	var e history.AuditEntry
 	pair, ok := v.([]any)
@@ -241,16 +246,26 @@ func auditEntry(v any) (history.AuditEntry, error) {
 		return e, fmt.Errorf("%s: unknown result %q", e.StreamID, e.Result)
 	}
 	bad := e.Result == auditBadArgument
-	if bad {
+	if bad || e.Result == auditBodyError {
 		if _, err := str("error"); err != nil {
 			return e, err
 		}
+	}
+	_, hasFrom := fields["from"]
+	_, hasTo := fields["to"]
+	if hasFrom != hasTo {
+		return e, fmt.Errorf("%s: one of from and to without the other", e.StreamID)
+	}
+	if !hasFrom {
+		e.Kind = history.KindWrite
+	} else if e.Result == auditBodyError {
+		return e, fmt.Errorf("%s: result %s in a commit that moves the cursor (only a write's body can fail)", e.StreamID, e.Result)
 	}
 	for f := range fields {
 		switch f {
 		case "op", "node", "token", "from", "to", "result", "time":
 		case "error":
-			if !bad {
+			if !bad && e.Result != auditBodyError {
 				return e, fmt.Errorf("%s: field %q in an entry whose result is %s", e.StreamID, f, e.Result)
 			}
 		default:
@@ -261,6 +276,9 @@ func auditEntry(v any) (history.AuditEntry, error) {
 		name string
 		dst  *int64
 	}{{"token", &e.Token}, {"from", &e.From}, {"to", &e.To}, {"time", &e.ServerTime}} {
+		if e.Kind == history.KindWrite && (f.name == "from" || f.name == "to") {
+			continue
+		}
 		s, err := str(f.name)
 		if err != nil {
 			return e, err

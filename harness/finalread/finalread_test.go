@@ -55,6 +55,10 @@ func TestFinalReadRefusesWhatTheLayoutForbids(t *testing.T) {
 		{"audit bad-argument without error", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "x", "from", "0", "to", "1", "result", "bad-argument", "time", "1"}}},
 		{"audit bad time", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "from", "0", "to", "1", "result", "ok", "time", "soon"}}},
 		{"audit extra field", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "from", "0", "to", "1", "result", "ok", "time", "1", "who", "me"}}},
+		{"audit with from and no to", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "from", "0", "result", "ok", "time", "1"}}},
+		{"audit error in a commit", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "from", "0", "to", "1", "result", "error", "time", "1", "error", "e"}}},
+		{"audit write error without error", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "result", "error", "time", "1"}}},
+		{"audit write ok with an error field", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "result", "ok", "time", "1", "error", "e"}}},
 		{"audit field twice", [][]any{{"XADD", kAudit, "*", "op", "x", "node", "n1", "token", "1", "from", "0", "to", "1", "result", "ok", "time", "1", "op", "y"}}},
 	}
 	s, c := newRedis(t)

@@ -34,7 +34,7 @@ func FuzzAuditEntry(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !auditResults[e.Result] || e.Result == auditBadArgument || !validStreamID(e.StreamID) {
+		if !auditResults[e.Result] || e.Result == auditBadArgument || e.Result == auditBodyError || !validStreamID(e.StreamID) {
 			t.Fatalf("accepted %+v from %v", e, fields)
 		}
 	})

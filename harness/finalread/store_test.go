@@ -31,7 +31,8 @@ func commit(t *testing.T, c *redis.Client, args ...any) []any {
 }
 
 // TestFinalReadAgreesWithTheStore: what the real commit script wrote — two accepted
-// commits, a stale one, a conflict, a malformed one — reads back field by field.
+// commits, a stale one, a conflict, a malformed one, and two writes that move no
+// cursor, one of whose body failed — reads back field by field.
 func TestFinalReadAgreesWithTheStore(t *testing.T) {
 	s, c := newRedis(t)
 	ctx := context.Background()
@@ -53,12 +54,15 @@ func TestFinalReadAgreesWithTheStore(t *testing.T) {
 	commit(t, c, args([]any{"n1/a/2", "n1", "5", "3", "4", "0"}, pay("acct-00", "acct-01", "1"), sink("4"))...)   // stale
 	commit(t, c, args([]any{"n2/b/2", "n2", "7", "2", "3", "0"}, pay("acct-02", "acct-00", "1"), sink("3"))...)   // conflict
 	commit(t, c, args([]any{"n3/c/1", "n3", "2.0", "3", "4", "0"}, pay("acct-00", "acct-01", "1"), sink("4"))...) // bad token
+	// Writes that move no cursor: one with no work, one whose body fails after the check.
+	commit(t, c, "n3/c/2", "n3", "7", "", "", "0")
+	commit(t, c, "n3/c/3", "n3", "8", "", "", "0", "BODY", "error('fails')")
 	st, err := finalread.ReadStore(ctx, s.Addr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Cursor != 3 || st.MaxToken != 7 || st.TokenCounter != 7 {
-		t.Errorf("cursor %d max token %d counter %d, want 3 7 7", st.Cursor, st.MaxToken, st.TokenCounter)
+	if st.Cursor != 3 || st.MaxToken != 8 || st.TokenCounter != 7 {
+		t.Errorf("cursor %d max token %d counter %d, want 3 8 7", st.Cursor, st.MaxToken, st.TokenCounter)
 	}
 	if want := []int64{1, 2, 3}; !reflect.DeepEqual(st.Sink, want) {
 		t.Errorf("sink %v, want %v", st.Sink, want)
@@ -69,19 +73,22 @@ func TestFinalReadAgreesWithTheStore(t *testing.T) {
 	want := []struct {
 		op, node, result string
 		token, from, to  int64
+		kind             history.Kind
 	}{
-		{"n1/a/1", "n1", "ok", 5, 0, 2},
-		{"n2/b/1", "n2", "ok", 7, 2, 3},
-		{"n1/a/2", "n1", history.ErrStaleToken, 5, 3, 4},
-		{"n2/b/2", "n2", history.ErrCursorConflict, 7, 2, 3},
-		{"n3/c/1", "n3", "bad-argument", 0, 3, 4}, // "2.0" as sent; documented to read as 0
+		{"n1/a/1", "n1", "ok", 5, 0, 2, ""},
+		{"n2/b/1", "n2", "ok", 7, 2, 3, ""},
+		{"n1/a/2", "n1", history.ErrStaleToken, 5, 3, 4, ""},
+		{"n2/b/2", "n2", history.ErrCursorConflict, 7, 2, 3, ""},
+		{"n3/c/1", "n3", "bad-argument", 0, 3, 4, ""}, // "2.0" as sent; documented to read as 0
+		{"n3/c/2", "n3", "ok", 7, 0, 0, history.KindWrite},
+		{"n3/c/3", "n3", "error", 8, 0, 0, history.KindWrite},
 	}
 	if len(st.Audit) != len(want) {
 		t.Fatalf("%d audit entries, want %d: %+v", len(st.Audit), len(want), st.Audit)
 	}
 	for i, w := range want {
 		a := st.Audit[i]
-		if a.Op != w.op || a.Node != w.node || a.Result != w.result || a.Token != w.token || a.From != w.from || a.To != w.to ||
+		if a.Op != w.op || a.Node != w.node || a.Result != w.result || a.Token != w.token || a.From != w.from || a.To != w.to || a.Kind != w.kind ||
 			a.StreamID == "" || a.ServerTime < time.Now().Add(-time.Hour).UnixMicro() {
 			t.Errorf("audit[%d] = %+v, want %+v", i, a, w)
 		}
