@@ -209,6 +209,17 @@ func runRegister(ctx context.Context, cfg Config, client redis.UniversalClient, 
 			return &trackingStore{Store: s, st: st}, nil
 		},
 		Recorder: func(id string) election.Recorder { return newElectionRecorder(rec, id, st.health) },
+		// The reference's Redis store has a fence that takes writes too; a variant's
+		// store or PostgreSQL's is left to its loads and commits.
+		Fence: func(s listener.Store[source.Event]) workloads.FencedWriter {
+			if t, ok := s.(*trackingStore); ok {
+				s = t.Store
+			}
+			if rs, ok := s.(*listener.RedisStore[source.Event]); ok {
+				return rs.Fence()
+			}
+			return nil
+		},
 	})
 }
 

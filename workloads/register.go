@@ -34,12 +34,32 @@ type RegisterConfig struct {
 	// Recorder returns what records the token acquisitions of the client called id (an
 	// acquire each), so that the checker can prove each token went to one client.
 	Recorder func(id string) election.Recorder
+	// Fence, if set, returns the fence of a client's store, or nil if it has none: the
+	// client then also does fenced writes that move no cursor and fenced Lua bodies,
+	// some of which fail after the check, on the same fence record as its commits.
+	Fence func(store listener.Store[source.Event]) FencedWriter
 }
 
+// A FencedWriter runs work fenced by a token without moving the cursor, as
+// listener.RedisFence does.
+type FencedWriter interface {
+	Write(ctx context.Context, token int64, writes ...listener.Write) error
+	Eval(ctx context.Context, token int64, body string, keys []string, args ...any) (any, error)
+}
+
+// The register clients' writes: a counter each (RegisterWritesKey, a hash field per
+// client) by a closed write or a body, and a body that fails after the check.
+const (
+	RegisterWritesKey = "register-writes"
+	registerBody      = "return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)"
+	registerBadBody   = "error('register: this body fails after the token check')"
+)
+
 // RunRegister runs the register workload until ctx is done: cfg.Clients clients that each
-// take tokens from the election's token counter and do fenced loads and commits on the
-// store directly, concurrently, with no election. The checker then judges the store's
-// linearizability under contention that a single leader never produces. It blocks.
+// take tokens from the election's token counter and do fenced loads and commits (and,
+// with cfg.Fence, writes) on the store directly, concurrently, with no election. The
+// checker then judges the store's linearizability under contention that a single
+// leader never produces. It blocks.
 func RunRegister(ctx context.Context, cfg RegisterConfig) error {
 	if cfg.Clients < 1 || cfg.Client == nil || cfg.Store == nil || cfg.Recorder == nil {
 		return fmt.Errorf("workloads: register: need clients >= 1, a Redis client, a store and a recorder")
@@ -54,6 +74,9 @@ func RunRegister(ctx context.Context, cfg RegisterConfig) error {
 		}
 		c := &registerClient{id: id, store: store, client: cfg.Client, tokenKey: election.TokenKey(cfg.Election),
 			elec: cfg.Recorder(id), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		if cfg.Fence != nil {
+			c.fence = cfg.Fence(store)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -70,6 +93,7 @@ type registerClient struct {
 	client   redis.UniversalClient
 	tokenKey string
 	elec     election.Recorder
+	fence    FencedWriter // nil: no writes
 	rng      *rand.Rand
 }
 
@@ -86,11 +110,16 @@ func (c *registerClient) run(ctx context.Context) error {
 			token, left = t, 10+c.rng.IntN(20)
 		}
 		left--
-		if c.rng.IntN(10) < 4 {
+		switch r := c.rng.IntN(10); {
+		case r < 3 && c.fence != nil:
+			if errors.Is(c.write(ctx, token), listener.ErrStaleToken) {
+				left = 0
+			}
+		case r < 4 || (r < 6 && c.fence != nil):
 			if cur, _, err := c.store.Load(ctx); err == nil {
 				cursor = cur
 			}
-		} else {
+		default:
 			n := 1 + c.rng.IntN(3)
 			err := c.store.Commit(ctx, token, cursor, source.Range(cursor, cursor+int64(n)))
 			switch {
@@ -108,6 +137,20 @@ func (c *registerClient) run(ctx context.Context) error {
 		c.pause(ctx, time.Duration(2+c.rng.IntN(10))*time.Millisecond)
 	}
 	return nil
+}
+
+// write does one fenced write that moves no cursor: half of them a closed write, a
+// quarter a body, a quarter a body that fails after the check (its token still stands).
+func (c *registerClient) write(ctx context.Context, token int64) error {
+	switch c.rng.IntN(4) {
+	case 0, 1:
+		return c.fence.Write(ctx, token, listener.HIncrBy(RegisterWritesKey, c.id, 1))
+	case 2:
+		_, err := c.fence.Eval(ctx, token, registerBody, []string{RegisterWritesKey}, c.id)
+		return err
+	}
+	_, err := c.fence.Eval(ctx, token, registerBadBody, []string{RegisterWritesKey})
+	return err
 }
 
 // newToken takes a token from the election's counter, recorded as an acquire so that the

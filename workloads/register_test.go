@@ -44,8 +44,8 @@ func (r clientRecorder) Invoke(op election.Op, _ int64) func(election.Result) {
 func (clientRecorder) StepDown(int64, election.Reason) {}
 
 // Register clients take their tokens from the election's counter, each token once, and
-// commit through the fenced store concurrently: the cursor moves, and the sink holds
-// exactly the events up to it.
+// commit and write through the fenced store concurrently: the cursor moves, the sink
+// holds exactly the events up to it, and the writes are audited.
 func TestRunRegister(t *testing.T) {
 	srv := redisserver.New(t)
 	client := election.NewClient(srv.Addr())
@@ -59,9 +59,34 @@ func TestRunRegister(t *testing.T) {
 			return listener.NewRedisStore(client, listener.RedisConfig[source.Event]{Name: "reg", Node: id, Effects: ledger.RedisEffects})
 		},
 		Recorder: func(id string) election.Recorder { return clientRecorder{log: log, id: id} },
+		Fence: func(s listener.Store[source.Event]) FencedWriter {
+			return s.(*listener.RedisStore[source.Event]).Fence()
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The writes that move no cursor went through the same fence: counted in the hash
+	// by the closed writes and the bodies, and audited, the failing bodies as "error".
+	counts, err := client.HGetAll(context.Background(), listener.KeysFor("reg").Key(RegisterWritesKey)).Result()
+	if err != nil || len(counts) == 0 {
+		t.Errorf("no write counted: %v %v", counts, err)
+	}
+	audit, err := client.XRange(context.Background(), listener.KeysFor("reg").Audit, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, writes := 0, 0
+	for _, a := range audit {
+		if _, ok := a.Values["from"]; !ok {
+			writes++
+		}
+		if a.Values["result"] == "error" {
+			failed++
+		}
+	}
+	if writes == 0 || failed == 0 {
+		t.Errorf("%d audit entries: %d of writes, %d of failed bodies; want some of each", len(audit), writes, failed)
 	}
 	st, err := listener.NewRedisStore(client, listener.RedisConfig[source.Event]{Name: "reg", Node: "reader"})
 	if err != nil {
