@@ -186,20 +186,22 @@ func TestCommitScriptBeyondDoubles(t *testing.T) {
 	}
 }
 
-// TestCommitScriptRefusesCorruptRecord: a cursor record that something else wrote as a
-// non-integer is an error reply, and nothing is written.
+// TestCommitScriptRefusesCorruptRecord: a cursor record that something else wrote with
+// a non-integer cursor or token is an error reply, and nothing is written.
 func TestCommitScriptRefusesCorruptRecord(t *testing.T) {
 	_, c := newRedis(t)
 	ctx := context.Background()
-	const name = "corrupt"
-	k := KeysFor(name)
-	c.HSet(ctx, k.Cursor, "cursor", "1.5", "token", "1")
-	_, err := redis.NewScript(commitScript).Run(ctx, c, []string{k.Cursor, k.Audit, k.Key("sink")},
-		"op", "n1", "2", "0", "1", "0", "RPUSH", "3", "1", "1").Result()
-	if err == nil {
-		t.Fatal("the script accepted a corrupt cursor record")
-	}
-	if n, _ := c.Exists(ctx, k.Audit, k.Key("sink")).Result(); n != 0 {
-		t.Errorf("%d keys written after the error", n)
+	for _, rec := range [][2]string{{"1.5", "1"}, {"0", "1e3"}} {
+		name := "corrupt-" + rec[0] + "-" + rec[1]
+		k := KeysFor(name)
+		c.HSet(ctx, k.Cursor, "cursor", rec[0], "token", rec[1])
+		_, err := redis.NewScript(commitScript).Run(ctx, c, []string{k.Cursor, k.Audit, k.Key("sink")},
+			"op", "n1", "2", "0", "1", "0", "RPUSH", "3", "1", "1").Result()
+		if err == nil {
+			t.Fatalf("cursor %s, token %s: the script accepted a corrupt cursor record", rec[0], rec[1])
+		}
+		if n, _ := c.Exists(ctx, k.Audit, k.Key("sink")).Result(); n != 0 {
+			t.Errorf("cursor %s, token %s: %d keys written after the error", rec[0], rec[1], n)
+		}
 	}
 }

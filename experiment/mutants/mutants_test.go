@@ -295,7 +295,8 @@ func TestReport(t *testing.T) {
 	if !strings.Contains(md, "on commit 1234567 (modified) (module SHA-256 0123456789ab), judged by the harness and checker of commit 89abcde:") {
 		t.Errorf("report does not name the mutated code and its judge:\n%s", md)
 	}
-	if !strings.Contains(md, "unit tests passed, harness valid on seed 1 and on seed 2 with takeover on disconnect") {
+	if !strings.Contains(md, "unit tests passed, harness valid on seed 1, on seed 2 with takeover on disconnect") ||
+		!strings.Contains(md, "and on seed 3 with the register workload") {
 		t.Errorf("report does not say how the control fared:\n%s", md)
 	}
 	// The unmutated code killed: every kill may be a false alarm, and no score stands.
@@ -611,5 +612,24 @@ func TestList(t *testing.T) {
 	stderr.Reset()
 	if code := Run(context.Background(), cfg, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no mutant has the ID renewScript:99:1") {
 		t.Errorf("--only of an unknown ID: exit %d, %s", code, stderr.String())
+	}
+}
+
+// Every mutant gets the default run and the takeover run; a mutant of the listener's
+// code, whose fence's writes only the register workload sends, and the control, which
+// must pass every run a mutant gets, the register run too.
+func TestStagesOf(t *testing.T) {
+	for _, c := range []struct {
+		m    Mutant
+		want []stage
+	}{
+		{Mutant{ID: "acquireScript:1:1:LUA_CALL_DROPPED", Package: "./election"}, []stage{stageDefault, stageTakeover}},
+		{Mutant{ID: "election:Lead+2:42:ARITHMETIC_BASE", Package: "./election"}, []stage{stageDefault, stageTakeover}},
+		{Mutant{ID: "commitScript:252:1:LUA_CALL_DROPPED", Package: "./listener"}, []stage{stageDefault, stageTakeover, stageRegister}},
+		{control, []stage{stageDefault, stageTakeover, stageRegister}},
+	} {
+		if got := stagesOf(c.m); !slices.Equal(got, c.want) {
+			t.Errorf("%s: stages %v, want %v", c.m.ID, got, c.want)
+		}
 	}
 }

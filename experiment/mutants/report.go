@@ -152,7 +152,8 @@ func (rep report) controlPassed() bool {
 func (rep report) controlText() string {
 	c := rep.control
 	if rep.controlPassed() {
-		return fmt.Sprintf("control (the unmutated code, beside the first mutants): unit tests passed, harness valid on seed %d and on seed %d with %s", rep.cfg.Seed, rep.cfg.Seed+1, TakeoverSecond)
+		return fmt.Sprintf("control (the unmutated code, beside the first mutants): unit tests passed, harness valid on seed %d, on seed %d with %s, and on seed %d with %s",
+			rep.cfg.Seed, rep.cfg.Seed+1, TakeoverSecond, rep.cfg.Seed+2, RegisterThird)
 	}
 	s := fmt.Sprintf("control (the unmutated code) FAILED: unit tests %s, harness %s", c.Tests, c.Harness)
 	if c.Harness == Killed {
@@ -204,9 +205,10 @@ func (rep report) markdown() string {
 		scope = fmt.Sprintf("the %d of the %d mutants named by --only", len(rep.recs), rep.total)
 	}
 	fmt.Fprintf(&b, "`%s` on %s: %s; each through its package's unit tests and one chaos run of %s (every fault, "+
-		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d with %s when the first survives. "+
+		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d with %s when the first survives; "+
+		"a survivor of the listener's code then seed %d with %s. "+
 		"Started %s, %s of wall time.\n\n",
-		c.Command, rep.codeText(), scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond,
+		c.Command, rep.codeText(), scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond, c.Seed+2, RegisterThird,
 		rep.began.UTC().Format("2006-01-02 15:04 UTC"), rep.elapsed.Round(time.Second))
 	if rep.resumed > 0 {
 		fmt.Fprintf(&b, "Resumed: %d mutants were decided by an earlier run of the same code (%s), "+

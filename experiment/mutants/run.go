@@ -90,7 +90,8 @@ type Config struct {
 	// nothing.
 	List bool
 	// Seed is the first chaos run's seed; a survivor gets a second run with Seed+1, takeover
-	// on disconnect and the mixed schedule (TakeoverSecond). Default 1.
+	// on disconnect and the mixed schedule (TakeoverSecond), and a survivor of the
+	// listener's code a third with Seed+2 (RegisterThird). Default 1.
 	Seed int64
 	// Duration is each chaos run's length. Default 60 s (`make chaos`).
 	Duration time.Duration
@@ -389,7 +390,8 @@ func unknownEquivalents(ms []Mutant, eq map[string]string) []string {
 	return out
 }
 
-// runMutant applies m in copyDir, runs its two stages and restores the file.
+// runMutant applies m in copyDir, runs its two stages (the unit tests, and the chaos
+// runs of stagesOf) and restores the file.
 func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (r Record) {
 	began := time.Now()
 	r = Record{Mutant: m, Tests: NotReached, Harness: NotReached}
@@ -423,8 +425,9 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 		defer close(testDone)
 		tests, testDetail = unitTests(ctx, cfg, copyDir, m.Package)
 	}()
-	for i, seed := range []int64{cfg.Seed, cfg.Seed + 1} {
-		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed, i == 1)
+	for i, st := range stagesOf(m) {
+		seed := cfg.Seed + int64(i)
+		v, check, at, dir, why := chaosStage(ctx, cfg, out, m, bin, seed, st)
 		if dir != "" {
 			if rel, err := filepath.Rel(out, dir); err == nil {
 				dir = rel
@@ -558,12 +561,43 @@ func failedTests(output []byte) string {
 //     others.
 const TakeoverSecond = "takeover on disconnect, the mixed schedule and a late renewal"
 
+// RegisterThird says what the third run of a survivor of the listener's code (the commit
+// script, listener.Run, the fence's Go side) is, and why.
+//
+// The listener workload's leader only ever commits: it moves the cursor with every
+// fenced write. The fence's other branch — a write that moves no cursor, which the
+// library's RedisFence.Write and Eval send, and a body that fails after the check —
+// no default run reaches, so a mutant of it (a write told cursor-conflict, a write's
+// token not recorded, a failed body's token not recorded) survives every run of it.
+// The register workload's clients send those writes among their loads and commits,
+// with tokens of their own, concurrently; linearizability and no-stale-write judge them.
+const RegisterThird = "the register workload, whose clients also send writes that move no cursor and bodies, some failing"
+
+// stage is one chaos run of a mutant's harness stage.
+type stage int
+
+const (
+	stageDefault  stage = iota // what `make chaos` runs
+	stageTakeover              // TakeoverSecond
+	stageRegister              // RegisterThird
+)
+
+// stagesOf lists the chaos runs m gets, in order, each run only if the ones before it
+// survived: every mutant the default run and TakeoverSecond; a mutant of the listener's
+// code, and the control, RegisterThird too.
+func stagesOf(m Mutant) []stage {
+	if m.Package == "./listener" || m.ID == control.ID {
+		return []stage{stageDefault, stageTakeover, stageRegister}
+	}
+	return []stage{stageDefault, stageTakeover}
+}
+
 // chaosStage runs one chaos run of the mutant's binary with seed: what `make chaos` runs
-// (all faults, random schedule, 3 nodes, lease 2 s), with what TakeoverSecond says if
-// second, judged by this binary's unmutated harness and checker, ended at its first
-// violation (--stop-at-violation).
-func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, second bool) (verdict, check string, at time.Duration, dir, why string) {
-	wl, err := workloads.ByName("listener")
+// (all faults, random schedule, 3 nodes, lease 2 s), with what st adds, judged by this
+// binary's unmutated harness and checker, ended at its first violation
+// (--stop-at-violation).
+func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, st stage) (verdict, check string, at time.Duration, dir, why string) {
+	wl, err := workloads.ByName(map[bool]string{true: "register", false: "listener"}[st == stageRegister])
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}
@@ -572,8 +606,8 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		return Undecided, "", 0, "", err.Error()
 	}
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
-		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: second}
-	if second {
+		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: st == stageTakeover}
+	if st == stageTakeover {
 		s.Schedule = nemesis.ScheduleMixed
 		if !slices.Contains(kinds, faults.FPLateRenew) {
 			s.Nemeses = append(slices.Clone(kinds), faults.FPLateRenew)

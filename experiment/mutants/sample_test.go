@@ -78,6 +78,10 @@ func TestSampleOfThree(t *testing.T) {
 			if got := bytes.Contains(b, []byte(`"schedule": "mixed"`)); got != (i == 1) {
 				t.Errorf("%s: run %d (%s) mixed schedule %v, want %v", r.ID, i+1, dir, got, i == 1)
 			}
+			// A survivor of the listener's code gets a third run, of the register workload.
+			if got := bytes.Contains(b, []byte(`"workload": "register"`)); got != (i == 2) {
+				t.Errorf("%s: run %d (%s) of the register workload %v, want %v", r.ID, i+1, dir, got, i == 2)
+			}
 		}
 	}
 	if !strings.Contains(stdout.String(), "control (the unmutated code, beside the first mutants): unit tests passed, harness valid") {
