@@ -171,6 +171,13 @@ const reasonLeaseExpired = "lease-expired"
 // confirmed grants gave it (CheckStepDown), and returns how many it judged and the
 // findings: steps down before it (early) and after it (late).
 //
+// Early is judged against the deadline surely in force: a renewal extends it only when
+// answered a drift margin before it. The elector ends a term whose renewal is answered
+// after its deadline, and its loop may take the deadline's timer before an answer that
+// came just before it: a reference node stepped down 91 µs after a renewal's answer
+// that came 91 ms after the deadline before it, which the latest grant alone called
+// 1.45 s early. Late is judged against the latest deadline any confirmed grant gave.
+//
 // The node reads its send time before it records the request, so a deadline taken from
 // the recorded call is never early, and a step-down judged late against it is at least
 // as late; the drift margin is the tolerance either way. On a loaded machine (two cores,
@@ -201,27 +208,47 @@ func expiries(p *parsed) (judged int, early, late []finding) {
 		if sd.reason != reasonLeaseExpired || sd.token <= 0 {
 			continue
 		}
-		var last *elOp // the term's latest grant confirmed before the step-down
+		// The term's grants confirmed before the step-down, in the order they were sent.
+		var grants []*elOp
 		for i := range p.el {
 			e := &p.el[i]
 			if e.node == sd.node && e.token == sd.token && e.typ == history.OK && e.ret <= sd.time &&
-				(e.kind == history.KindAcquire || e.kind == history.KindRenew) && (last == nil || e.call > last.call) {
-				last = e
+				(e.kind == history.KindAcquire || e.kind == history.KindRenew) {
+				grants = append(grants, e)
 			}
 		}
-		between := func(f fault) bool { return f.inject <= sd.time && (f.heal == 0 || f.heal >= last.call) }
-		if last == nil || slices.ContainsFunc(clocked[p.nodes[sd.node]], between) {
+		if len(grants) == 0 {
+			continue
+		}
+		slices.SortStableFunc(grants, func(a, b *elOp) int { return cmp.Compare(a.call, b.call) })
+		last := grants[len(grants)-1] // the latest deadline any grant gave it: for a late one
+		// The deadline surely in force, for an early one: a grant extends it only when its
+		// answer came a drift margin before it. One answered after it extends nothing (the
+		// elector ends the term: the lock may have expired before the answer), and one
+		// answered just before it races the deadline's timer in the elector's loop.
+		first := grants[0]
+		inForce, by := first.call+int64(ttl)-margin, first
+		for _, g := range grants[1:] {
+			if g.ret <= inForce-margin && g.call+int64(ttl)-margin > inForce {
+				inForce, by = g.call+int64(ttl)-margin, g
+			}
+		}
+		between := func(f fault) bool { return f.inject <= sd.time && (f.heal == 0 || f.heal >= first.call) }
+		if slices.ContainsFunc(clocked[p.nodes[sd.node]], between) {
 			continue
 		}
 		judged++
+		gave := func(g *elOp, deadline int64) string {
+			return fmt.Sprintf("its %s sent at %s (answered at %s) gave it, %s", g.kind, p.t(g.call), p.t(g.ret), p.t(deadline))
+		}
 		deadline := last.call + int64(ttl) - margin
-		grant := fmt.Sprintf("its %s sent at %s (answered at %s) gave it, %s", last.kind, p.t(last.call), p.t(last.ret), p.t(deadline))
 		switch {
-		case sd.time < deadline-margin:
+		case sd.time < inForce-margin:
 			early = append(early, finding{at: sd.time, what: fmt.Sprintf(
 				"%s stepped down from token %d at %s for an expired lease, %v before the deadline %s; no clock fault on it came between",
-				p.nodes[sd.node], sd.token, p.t(sd.time), time.Duration(deadline-sd.time).Round(time.Millisecond), grant)})
+				p.nodes[sd.node], sd.token, p.t(sd.time), time.Duration(inForce-sd.time).Round(time.Millisecond), gave(by, inForce))})
 		case sd.time > deadline+margin && renewedAfter(p, sd, last.call) && !slices.ContainsFunc(paused[p.nodes[sd.node]], between):
+			grant := gave(last, deadline)
 			late = append(late, finding{at: sd.time, what: fmt.Sprintf(
 				"%s stepped down from token %d at %s for an expired lease, %v after the deadline %s, while it went on renewing; no pause or clock fault on it came between",
 				p.nodes[sd.node], sd.token, p.t(sd.time), time.Duration(sd.time-deadline).Round(time.Millisecond), grant)})

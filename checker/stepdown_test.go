@@ -216,3 +216,47 @@ func TestStepDownLateExpiry(t *testing.T) {
 	s.adv(time.Millisecond)
 	wantCheck(t, checkOnly(t, s.end(), CheckStepDown), Valid, "after the deadline")
 }
+
+// A renewal answered after the deadline in force extends nothing: the elector ends the
+// term, and its loop may step down at once, before it has even taken the answer. The
+// history is that of a reference node in a mutants run (election:stepDown+9:12, which
+// changes only a log level), which the early rule judged 1.452 s early against the late
+// renewal. A renewal answered well before the deadline does extend it, and a step-down
+// before the extended deadline is still early.
+func TestStepDownLateAnswerExtendsNothing(t *testing.T) {
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	for _, c := range []struct {
+		name     string
+		answered time.Duration // the last renewal's answer, from its send
+		stepDown time.Duration // from the last renewal's send
+		want     Verdict
+	}{
+		// The run's times: the renewal before, sent at 0 (deadline 1.9 s), answered; one
+		// lost; the last sent at 1.542696 s, answered 447.902 ms later (91 ms after the
+		// deadline), the step-down 91 µs after that.
+		{"answered after the deadline in force", ms(447.902), ms(447.993), Valid},
+		{"answered just before it, the timer first", ms(300), ms(360), Valid},
+		{"answered well before it", ms(50), ms(100), Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.adv(667 * time.Millisecond)
+			sent := s.now
+			s.renew(0, tok)
+			s.now = sent + int64(ms(729.7))
+			i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+			s.adv(ms(334.6))
+			s.complete(i, history.Info, history.Event{Token: tok, Error: "i/o timeout"})
+			last := sent + int64(ms(1542.696))
+			s.now = last
+			i = s.invoke(0, history.KindRenew, history.Event{Token: tok})
+			s.now = last + int64(c.answered)
+			s.complete(i, history.OK, history.Event{Token: tok})
+			s.now = last + int64(c.stepDown)
+			s.stepDown(0, tok, reasonLeaseExpired)
+			s.adv(time.Millisecond)
+			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "before the deadline")
+		})
+	}
+}
