@@ -479,3 +479,32 @@ func wantOwnElectorOnly(t *testing.T, check string, build func(s *sim)) {
 		}
 	}
 }
+
+// The final record holds the last accepted commit's cursor and the last accepted token:
+// a write's, when a write came last. (A register run of 2026-12-07 whose last accepted
+// entry was a write was called inconsistent: "the final store holds cursor=473
+// token=1064, but the audit's last accepted entry wrote cursor=0".)
+func TestAuditFinalRecordAfterAWrite(t *testing.T) {
+	const t0 = 1_700_000_000_000_000_000
+	op := func(id string, kind history.Kind, typ history.Type, tok, from, to, at int64) history.Event {
+		e := ev(id, typ, kind, "c1", t0+at)
+		e.Token = tok
+		if kind == history.KindCommit {
+			e.From, e.To = from, to
+		}
+		return e
+	}
+	run := &history.Run{Info: history.RunInfo{Nodes: []string{"c1"}, Workload: "register", Start: t0, HealTime: t0 + 1, End: t0 + 100, Persistence: true},
+		Events: history.Pack([]history.Event{
+			op("c", history.KindCommit, history.Invoke, 4, 0, 1, 1), op("c", history.KindCommit, history.OK, 4, 0, 1, 2),
+			op("w", history.KindWrite, history.Invoke, 5, 0, 0, 3), op("w", history.KindWrite, history.OK, 5, 0, 0, 4),
+		}),
+		Store: &history.Store{Cursor: 1, MaxToken: 5, Sink: []int64{1}, Balances: map[string]int64{}, Audit: []history.AuditEntry{
+			{StreamID: "1-0", Op: "c", Node: "c1", Token: 4, From: 0, To: 1, Result: "ok"},
+			{StreamID: "2-0", Op: "w", Node: "c1", Token: 5, Kind: history.KindWrite, Result: "ok"},
+		}}}
+	wantCheck(t, checkOnly(t, run, CheckAudit), Valid, "")
+	// A record that lost the write's token contradicts the audit.
+	run.Store.MaxToken = 4
+	wantCheck(t, checkOnly(t, run, CheckAudit), Invalid, "the final store holds cursor=1 token=4")
+}

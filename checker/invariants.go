@@ -518,15 +518,20 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 	}
 	bad := slices.Clone(p.auditIssues)
 	if p.auditComplete {
+		// The record holds the last accepted commit's cursor and the last accepted token,
+		// a write's (one whose body failed included: its token stands) or a commit's.
 		cur, tok, seen := opts.InitialCursor, opts.InitialToken, false
 		for ai := range st.AuditLen() {
 			a := st.AuditAt(ai)
-			if a.Result == "ok" {
+			switch {
+			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == auditBodyError):
+				tok, seen = a.Token, true
+			case a.Kind != history.KindWrite && a.Result == "ok":
 				cur, tok, seen = a.To, a.Token, true
 			}
 		}
 		if seen && (st.Cursor != cur || st.MaxToken != tok) {
-			bad = append(bad, finding{p.runEnd(), fmt.Sprintf("the final store holds cursor=%d token=%d, but the audit's last accepted entry wrote cursor=%d token=%d", st.Cursor, st.MaxToken, cur, tok)})
+			bad = append(bad, finding{p.runEnd(), fmt.Sprintf("the final store holds cursor=%d token=%d, but the audit's accepted entries wrote cursor=%d token=%d last", st.Cursor, st.MaxToken, cur, tok)})
 		}
 	}
 	missing := slices.Clone(p.auditMissing)
