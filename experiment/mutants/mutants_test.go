@@ -287,6 +287,19 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	// An argued mutant killed all the same: a false alarm or a wrong argument, and no
+	// score stands until it is looked into.
+	rep.recs = append(rep.recs, Record{Mutant: Mutant{ID: "e"}, Tests: Survived, Harness: Killed, Check: "step-down", At: time.Second, Seed: 1, Contradicted: "only a log level"})
+	if s := rep.summaryText(); !strings.Contains(s, "yet killed by the harness: 1") {
+		t.Errorf("summary does not name the contradiction:\n%s", s)
+	}
+	if md := rep.markdown(); !strings.Contains(md, "ARGUED EQUIVALENT, YET KILLED") {
+		t.Errorf("report does not mark the contradiction:\n%s", md)
+	}
+	if c := rep.exitCode(); c != exitcode.Unknown {
+		t.Errorf("exit %d with a contradiction, want %d", c, exitcode.Unknown)
+	}
+	rep.recs = rep.recs[:len(rep.recs)-1]
 	if strings.Contains(md, `\\`) {
 		t.Errorf("a cell escaped twice:\n%s", md)
 	}

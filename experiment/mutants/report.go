@@ -38,7 +38,7 @@ func at(d time.Duration) string {
 type tally struct {
 	run, notViable, undecided, notRun              int
 	testsKilled, harnessKilled, both, eitherKilled int
-	equivalent, unexplained                        int
+	equivalent, unexplained, contradicted          int
 	times                                          []time.Duration
 }
 
@@ -66,6 +66,9 @@ func count(recs []Record) tally {
 			continue
 		}
 		tk, hk := r.Tests == Killed, r.Harness == Killed
+		if r.Contradicted != "" {
+			t.contradicted++
+		}
 		if tk {
 			t.testsKilled++
 		}
@@ -131,7 +134,7 @@ func (rep report) codeText() string {
 func (rep report) exitCode() int {
 	t := count(rep.recs)
 	switch {
-	case !rep.controlPassed():
+	case !rep.controlPassed() || t.contradicted > 0:
 		// A kill may be a false alarm: the scores say nothing.
 		return exitcode.Unknown
 	case t.unexplained > 0:
@@ -184,11 +187,19 @@ func (rep report) summaryText() string {
 	return fmt.Sprintf("mutants: %d generated, %d run; %d not viable, %d undecided, %d not run\n"+
 		"killed by the harness: %d of %d non-equivalent (%s), median time to the first violation %s\n"+
 		"killed by the unit tests: %d (%s); by both %d; by either %d\n"+
-		"survived: %d argued equivalent, %d unexplained\n%s\n",
+		"survived: %d argued equivalent, %d unexplained\n%s%s\n",
 		rep.total, t.run, t.notViable, t.undecided, t.notRun,
 		t.harnessKilled, t.nonEquivalent(), pct(t.harnessKilled, t.nonEquivalent()), median,
 		t.testsKilled, pct(t.testsKilled, t.nonEquivalent()), t.both, t.eitherKilled,
-		t.equivalent, t.unexplained, rep.controlText())
+		t.equivalent, t.unexplained, contradictedText(t.contradicted), rep.controlText())
+}
+
+// contradictedText says how many argued mutants the harness killed, a line, or "".
+func contradictedText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("argued equivalent in equivalent.txt, yet killed by the harness: %d (a false alarm of a check, or a wrong argument: look into each)\n", n)
 }
 
 // markdown is the report file.
@@ -240,8 +251,11 @@ func (rep report) markdown() string {
 			h = fmt.Sprintf("killed: %s at %s (seed %d)", r.Check, at(r.At), r.Seed)
 		}
 		note := r.Detail
-		if r.Equivalent != "" {
+		switch {
+		case r.Equivalent != "":
 			note = "equivalent: " + r.Equivalent
+		case r.Contradicted != "":
+			note = "ARGUED EQUIVALENT, YET KILLED (a false alarm, or a wrong argument): " + r.Contradicted
 		}
 		// Table.Markdown escapes every cell itself.
 		tb.Add(r.ID, fmt.Sprintf("%s → %s", r.Old, r.New), r.Tests, h, matrix.OrDash(note))

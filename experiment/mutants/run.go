@@ -181,6 +181,9 @@ type Record struct {
 	Detail string `json:"detail,omitempty"`
 	// Equivalent is the argument that the mutant is equivalent, for a survivor.
 	Equivalent string `json:"equivalent,omitempty"`
+	// Contradicted is that argument, for a mutant the harness killed all the same: a
+	// false alarm of a check, or a wrong argument. Either must be looked into.
+	Contradicted string `json:"contradicted,omitempty"`
 	// Took is the mutant's wall time: its build and both stages.
 	Took time.Duration `json:"took_ns,omitempty"`
 }
@@ -261,10 +264,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	for i, m := range ms {
 		if r, ok := resumed[m.ID]; ok && r.Mutant == m {
 			// The arguments may have been written since.
-			r.Equivalent = ""
-			if r.Harness == Survived {
-				r.Equivalent = cfg.Equivalent[r.ID]
-			}
+			r.Equivalent, r.Contradicted = "", ""
+			r.argued(cfg.Equivalent[r.ID])
 			recs[i] = r
 			continue
 		}
@@ -304,9 +305,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 					continue
 				}
 				r := runMutant(ctx, cfg, out, copyDir, ms[i])
-				if r.Harness == Survived {
-					r.Equivalent = cfg.Equivalent[r.ID]
-				}
+				r.argued(cfg.Equivalent[r.ID])
 				mu.Lock()
 				recs[i] = r
 				fmt.Fprintf(stderr, "fenceline mutants: [%d/%d] %s: %s\n", i+1, len(ms), r.ID, r.line())
@@ -388,6 +387,18 @@ func unknownEquivalents(ms []Mutant, eq map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// argued takes equivalent.txt's argument for r ("" if none): a survivor's is its
+// explanation, a killed mutant's a contradiction.
+func (r *Record) argued(why string) {
+	switch {
+	case why == "":
+	case r.Harness == Survived:
+		r.Equivalent = why
+	case r.Harness == Killed:
+		r.Contradicted = why
+	}
 }
 
 // runMutant applies m in copyDir, runs its two stages (the unit tests, and the chaos
