@@ -323,8 +323,18 @@ class Node {
       } else if (now >= deadline) {
         await this.stepDown('lease-expired');
       } else if (now >= renewAt) {
-        const { type } = await this.held('renew');
-        if (type === 'ok') {
+        // The answer is awaited no later than the deadline: a leader whose renewal
+        // hangs (a slow link) still steps down on time, as the Go elector's timer makes
+        // it. An answer after the deadline extends nothing (the lease may have expired
+        // before it); held() records it all the same.
+        const renewal = this.held('renew');
+        let answer = null;
+        renewal.then(r => { answer = r; });
+        while (answer === null && this.clock.now() < deadline) await new Promise(r => setTimeout(r, 10));
+        const type = answer === null || this.clock.now() >= deadline ? 'late' : answer.type;
+        if (type === 'late') {
+          await this.stepDown('lease-expired');
+        } else if (type === 'ok') {
           deadline = now + this.ttl * 0.95;
           renewAt = now + this.ttl / 3;
         } else if (type === 'fail') {
