@@ -168,8 +168,10 @@ func slicesAny[T any](s []T, f func(T) bool) bool {
 	return false
 }
 
-func TestRegisterWorkload(t *testing.T) {
-	run := registerRun(11, 5, 3000)
+// wantRegisterValid checks run with the register workload's checks, every one of which
+// must pass, and returns the result.
+func wantRegisterValid(t *testing.T, run *history.Run) *Result {
+	t.Helper()
 	res, err := Check(context.Background(), run, Options{Checks: RegisterChecks(), PieceOps: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +181,12 @@ func TestRegisterWorkload(t *testing.T) {
 			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
 		}
 	}
+	return res
+}
+
+func TestRegisterWorkload(t *testing.T) {
+	run := registerRun(11, 5, 3000)
+	res := wantRegisterValid(t, run)
 	if len(res.Checks) != len(RegisterChecks()) {
 		t.Errorf("%d checks ran, want %d", len(res.Checks), len(RegisterChecks()))
 	}
@@ -193,7 +201,7 @@ func TestRegisterWorkload(t *testing.T) {
 		}
 	}
 	run.Events = history.Pack(evs)
-	res, err = Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceOps: 200, OutDir: t.TempDir()})
+	res, err := Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, PieceOps: 200, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,15 +216,7 @@ func TestRegisterWorkload(t *testing.T) {
 // (The commit script's mutants commitScript:252:1 and 161:8 are these stores.)
 func TestRegisterWrites(t *testing.T) {
 	run := registerRunWith(12, 5, 3000, simConfig{}, true)
-	res, err := Check(context.Background(), run, Options{Checks: RegisterChecks(), PieceOps: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range res.Checks {
-		if c.Verdict != Valid {
-			t.Errorf("%s %s: %s %q", c.Name, c.Verdict, c.Message, c.Offending)
-		}
-	}
+	res := wantRegisterValid(t, run)
 	if res.Ops.Writes < 400 {
 		t.Errorf("%d writes, want about 600", res.Ops.Writes)
 	}
