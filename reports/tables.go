@@ -373,9 +373,13 @@ func (v *view) overlapsTable() table {
 
 func (v *view) opsTable() table {
 	o := v.res.Ops
+	fenced := "commits"
+	if o.Writes > 0 {
+		fenced = "commits and writes"
+	}
 	t := table{ID: "operations", Title: "Operations",
 		Intro: fmt.Sprintf("%d operations of the nodes (an invoke and its completion); %d %s of unknown outcome, %d of them resolved by the audit stream.",
-			o.Total, o.UnknownCommits, cmp.Or(map[bool]string{true: "commits and writes"}[o.Writes > 0], "commits"), o.ResolvedByAudit),
+			o.Total, o.UnknownCommits, fenced, o.ResolvedByAudit),
 		Header: []string{"operation", "total", "ok", "fail", "unknown"},
 		Right:  []bool{false, true, true, true, true},
 		Empty:  "The history holds no operation."}

@@ -608,7 +608,11 @@ func stagesOf(m Mutant) []stage {
 // binary's unmutated harness and checker, ended at its first violation
 // (--stop-at-violation).
 func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin string, seed int64, st stage) (verdict, check string, at time.Duration, dir, why string) {
-	wl, err := workloads.ByName(map[bool]string{true: "register", false: "listener"}[st == stageRegister])
+	workload := "listener"
+	if st == stageRegister {
+		workload = "register"
+	}
+	wl, err := workloads.ByName(workload)
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}
