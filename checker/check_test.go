@@ -134,7 +134,7 @@ func registerRunWith(seed uint64, nclients, nops int, cfg simConfig, writes bool
 				if res := s.apply(0); res != "ok" {
 					c.done.Type, c.done.Error = history.Fail, res
 				} else if c.inv.Kind == history.KindWrite && rng.IntN(4) == 0 {
-					c.done.Error, s.st.audit[len(s.st.audit)-1].Result = history.ErrBodyFailed, auditBodyError
+					c.done.Error, s.st.audit[len(s.st.audit)-1].Result = history.ErrBodyFailed, history.AuditBodyFailed
 				}
 			}
 			c.phase, c.next = 2, now+rng.Int64N(400)
@@ -222,7 +222,7 @@ func TestRegisterWrites(t *testing.T) {
 	}
 	body := 0
 	for i := range run.Store.AuditLen() {
-		if run.Store.AuditAt(i).Result == auditBodyError {
+		if run.Store.AuditAt(i).Result == history.AuditBodyFailed {
 			body++
 		}
 	}
@@ -273,7 +273,7 @@ func TestWriteBodyFailed(t *testing.T) {
 		return e
 	}
 	audit := []history.AuditEntry{
-		{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Kind: history.KindWrite, Result: auditBodyError},
+		{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Kind: history.KindWrite, Result: history.AuditBodyFailed},
 		{StreamID: "2-0", Op: "c", Node: "c2", Token: 4, From: 0, To: 1, Result: "ok"},
 	}
 	run := &history.Run{Info: history.RunInfo{Nodes: []string{"c1", "c2"}, Workload: "register", Start: t0, HealTime: t0 + 1, End: t0 + 100, Persistence: true},
@@ -284,7 +284,7 @@ func TestWriteBodyFailed(t *testing.T) {
 
 	evs := run.Events.All()
 	// An audit that calls a write a commit, or its body's failure ok, contradicts it.
-	run.Store.Audit = []history.AuditEntry{{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Result: auditBodyError}, audit[1]}
+	run.Store.Audit = []history.AuditEntry{{StreamID: "1-0", Op: "w", Node: "c1", Token: 5, Result: history.AuditBodyFailed}, audit[1]}
 	evs[1].Type, evs[1].Error = history.OK, history.ErrBodyFailed
 	run.Events = history.Pack(evs)
 	wantCheck(t, checkOnly(t, run, CheckAudit), Invalid, "records it as c1 token=5 0→0")

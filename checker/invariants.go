@@ -100,7 +100,7 @@ func staleWrite(p *parsed) CheckResult {
 					i, a.Node, a.Op, a.Result, a.Token, acceptedSoFar(maxTok, at))})
 				misanswered++
 				continue
-			case a.Result != "ok" && a.Result != auditBodyError:
+			case a.Result != "ok" && a.Result != history.AuditBodyFailed:
 				continue
 			}
 			if stale {
@@ -524,7 +524,7 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 		for ai := range st.AuditLen() {
 			a := st.AuditAt(ai)
 			switch {
-			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == auditBodyError):
+			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == history.AuditBodyFailed):
 				tok, seen = a.Token, true
 			case a.Kind != history.KindWrite && a.Result == "ok":
 				cur, tok, seen = a.To, a.Token, true

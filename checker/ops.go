@@ -465,7 +465,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 		case outOK:
 			want = "ok"
 			if o.bodyErr {
-				want = auditBodyError
+				want = history.AuditBodyFailed
 			}
 		case outStale:
 			want = history.ErrStaleToken
@@ -497,7 +497,7 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 			continue
 		}
 		if j := o.audit; j >= 0 {
-			if r := st.AuditAt(int(j)).Result; r == "ok" || r == auditBodyError {
+			if r := st.AuditAt(int(j)).Result; r == "ok" || r == history.AuditBodyFailed {
 				o.res = resApplied
 			} else {
 				o.res = resRejected
@@ -510,10 +510,6 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 		}
 	}
 }
-
-// auditBodyError is the audit's result for a write whose body failed after the token
-// check: its token was recorded (history.ErrBodyFailed in the history).
-const auditBodyError = "error"
 
 // describeAudit says what an audit entry records: "n1 token=3 4→6", or "n1 write
 // token=3" for a write that moves no cursor.

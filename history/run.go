@@ -130,6 +130,11 @@ type Store struct {
 	packed auditLog
 }
 
+// AuditBodyFailed is the Result of the audit entry of a write whose body raised an error
+// after the token check: its token was recorded as accepted (ErrBodyFailed in the
+// history).
+const AuditBodyFailed = "error"
+
 // AuditEntry is one fenced write attempt as the store saw it.
 type AuditEntry struct {
 	StreamID string `json:"stream_id"` // Redis stream entry id: the store's own order
@@ -141,8 +146,7 @@ type AuditEntry struct {
 	// Kind is KindWrite for a fenced write that moves no cursor (From and To are then 0),
 	// and empty for a commit.
 	Kind Kind `json:"kind,omitempty"`
-	// Result is "ok", ErrStaleToken or ErrCursorConflict, or "error" for a write whose
-	// body raised an error after the token check (its token was recorded).
+	// Result is "ok", ErrStaleToken or ErrCursorConflict, or AuditBodyFailed.
 	Result string `json:"result"`
 	// ServerTime is Redis's clock (TIME) in microseconds; informative only.
 	ServerTime int64 `json:"server_time_us"`

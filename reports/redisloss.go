@@ -80,7 +80,7 @@ func RedisLostWrites(run *history.Run, res *checker.Result) (string, bool) {
 		for ai := range st.AuditLen() {
 			a := st.AuditAt(ai)
 			switch {
-			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == "error"):
+			case a.Kind == history.KindWrite && (a.Result == "ok" || a.Result == history.AuditBodyFailed):
 				tokenOnly[a.Token] = true
 			case a.Result == "ok":
 				written[write{a.To, a.Token}] = true

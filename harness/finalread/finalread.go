@@ -51,7 +51,7 @@ var auditResults = map[string]bool{
 
 const (
 	auditBadArgument = "bad-argument"
-	auditBodyError   = "error" // a write's body raised an error after the token check
+	auditBodyError   = history.AuditBodyFailed
 )
 
 // ReadStore reads the store's final state and the token counter of election name from
