@@ -83,6 +83,7 @@ type stepDown struct {
 	token  int64
 	reason string
 	id     string
+	lease  int64 // the lease the term counted on (history.Event.Lease); 0 if not said
 }
 
 type fault struct {
@@ -200,7 +201,7 @@ func parse(run *history.Run) (*parsed, error) {
 			faultEvs = append(faultEvs, e)
 			continue
 		case history.KindStepDown:
-			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason, id: e.ID})
+			p.stepDowns = append(p.stepDowns, stepDown{node: p.node(e.Node), time: e.Time, token: e.Token, reason: e.Reason, id: e.ID, lease: e.Lease})
 			p.counts.StepDowns++
 			continue
 		}

@@ -200,9 +200,13 @@ func (s *sim) release(node int, tok int64) {
 	s.complete(i, history.OK, history.Event{Token: tok})
 }
 
-func (s *sim) stepDown(node int, tok int64, reason string) {
+func (s *sim) stepDown(node int, tok int64, reason string) { s.stepDownCounted(node, tok, reason, 0) }
+
+// stepDownCounted is a step-down that says the lease its term counted on
+// (election.LeaseRecorder).
+func (s *sim) stepDownCounted(node int, tok int64, reason string, lease time.Duration) {
 	s.events = append(s.events, history.Event{ID: fmt.Sprintf("%s-sd-%d", s.nodes[node], s.now), Type: history.Info,
-		Kind: history.KindStepDown, Node: s.nodes[node], Time: s.now, Token: tok, Reason: reason})
+		Kind: history.KindStepDown, Node: s.nodes[node], Time: s.now, Token: tok, Reason: reason, Lease: int64(lease)})
 }
 
 func (s *sim) commitInvoke(node int, tok, from int64) int {

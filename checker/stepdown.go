@@ -140,11 +140,16 @@ func stepDownCheck(p *parsed) CheckResult {
 	}
 	unreleased := len(bad)
 	expired, early, late := expiries(p)
-	bad = append(append(bad, early...), late...)
+	counted, overcounted := overcounts(p)
+	refused, ignored := refusals(p)
+	for _, part := range [][]finding{early, late, overcounted, ignored} {
+		bad = append(bad, part...)
+	}
 	cr.Stats = map[string]int64{"judged": int64(judged), "unreleased": int64(unreleased), "expiries": int64(expired),
-		"early": int64(len(early)), "late": int64(len(late))}
+		"early": int64(len(early)), "late": int64(len(late)), "counted": int64(counted), "overcounted": int64(len(overcounted)),
+		"refused": int64(refused), "ignored": int64(len(ignored))}
 	if len(bad) == 0 {
-		cr.Message = fmt.Sprintf("%d step-downs at a shutdown or after the work returned, each followed by the release of its term; %d for an expired lease, each at its deadline", judged, expired)
+		cr.Message = fmt.Sprintf("%d step-downs at a shutdown or after the work returned, each followed by the release of its term; %d for an expired lease, each at its deadline; %d that counted their lease, none beyond the TTL less the drift margin; %d terms whose renewal was refused, each ended at once", judged, expired, counted, refused)
 		return cr
 	}
 	cr.Verdict = Invalid
@@ -157,6 +162,12 @@ func stepDownCheck(p *parsed) CheckResult {
 	}
 	if len(late) > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d step-downs for an expired lease came after the deadline its confirmed grants gave it", len(late), expired))
+	}
+	if len(overcounted) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d step-downs counted a lease beyond the TTL less the drift margin", len(overcounted), counted))
+	}
+	if len(ignored) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d terms whose renewal was refused did not end at once", len(ignored), refused))
 	}
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Message = strings.Join(parts, "; ")
@@ -270,4 +281,94 @@ func renewedAfter(p *parsed, sd stepDown, from int64) bool {
 	return slices.ContainsFunc(p.el, func(e elOp) bool {
 		return e.node == sd.node && e.token == sd.token && e.kind == history.KindRenew && e.call > from && e.call <= sd.time
 	})
+}
+
+// overcounts judges the lease each step-down says its term counted on
+// (election.LeaseRecorder): from the send of the grant that set the local deadline to
+// the deadline, at most LeaseTTL less the drift margin. Redis counts the same TTL from
+// its receipt of the grant, so a longer one is a leader that believes past its lock by
+// the excess whenever the node's clock runs slow; the late rule of expiries sees that
+// only beyond a quarter of the lease, and only at an expiry. The lease is one clock's
+// difference of two readings, so no fault excuses it. A run whose nodes say it
+// (RunInfo.LeaseCounted: fenceline's own node) must say it at every step-down. It
+// returns how many step-downs said their lease, and the findings.
+func overcounts(p *parsed) (judged int, bad []finding) {
+	ttl := p.run.Info.LeaseTTL
+	if ttl <= 0 {
+		return 0, nil
+	}
+	most := ttl - ttl/driftDivisor
+	for _, sd := range p.stepDowns {
+		if sd.lease == 0 {
+			if p.run.Info.LeaseCounted {
+				bad = append(bad, finding{at: sd.time, what: fmt.Sprintf(
+					"%s stepped down from token %d at %s (%s) without saying the lease its term counted on, which its run says every step-down does",
+					p.nodes[sd.node], sd.token, p.t(sd.time), sd.reason)})
+			}
+			continue
+		}
+		judged++
+		if time.Duration(sd.lease) > most {
+			bad = append(bad, finding{at: sd.time, what: fmt.Sprintf(
+				"%s stepped down from token %d at %s (%s) having counted its lease %v from the send of its last grant, %v beyond the lease TTL less the drift margin (%v)",
+				p.nodes[sd.node], sd.token, p.t(sd.time), sd.reason, time.Duration(sd.lease), time.Duration(sd.lease)-most, most)})
+		}
+	}
+	return judged, bad
+}
+
+// refusals judges what a node does once Redis refused a renewal of its term (fail,
+// not-held): the lock is not the term's any more, so the term ends at once. Its next
+// step-down of that token must come within a quarter of the lease (lateTolerance, the
+// lateness a node starved of CPU shows) of the refusal's answer, unless a pause of the
+// node came between, and the node sends no renewal of the token before it, whatever
+// its clock did: a refused term renews nothing. It returns how many refusals it judged
+// (those answered before the term's step-down was recorded) and the findings.
+func refusals(p *parsed) (judged int, bad []finding) {
+	ttl := p.run.Info.LeaseTTL
+	if ttl <= 0 {
+		return 0, nil
+	}
+	paused := map[string][]fault{}
+	for _, f := range p.faults {
+		if f.kind == "pause" {
+			paused[f.node] = append(paused[f.node], f)
+		}
+	}
+	for _, r := range p.el {
+		if r.kind != history.KindRenew || !r.notHeld {
+			continue
+		}
+		// The term's first step-down recorded after the refusal; none: the node was
+		// killed or the run ended, and nothing is judged.
+		var sd *stepDown
+		for i := range p.stepDowns {
+			s := &p.stepDowns[i]
+			if s.node == r.node && s.token == r.token && s.time >= r.ret && (sd == nil || s.time < sd.time) {
+				sd = s
+			}
+		}
+		if sd == nil || slices.ContainsFunc(p.stepDowns, func(s stepDown) bool {
+			return s.node == r.node && s.token == r.token && s.time >= r.call && s.time < r.ret
+		}) {
+			continue // the term had ended before the answer came
+		}
+		judged++
+		node := p.nodes[r.node]
+		if i := slices.IndexFunc(p.el, func(e elOp) bool {
+			return e.node == r.node && e.token == r.token && e.kind == history.KindRenew && e.call > r.ret && e.call <= sd.time
+		}); i >= 0 {
+			bad = append(bad, finding{at: p.el[i].call, what: fmt.Sprintf(
+				"%s's renewal of token %d was refused at %s (the lock is not its own), and it renewed that token again at %s, before it stepped down at %s",
+				node, r.token, p.t(r.ret), p.t(p.el[i].call), p.t(sd.time))})
+			continue
+		}
+		between := func(f fault) bool { return f.inject <= sd.time && (f.heal == 0 || f.heal >= r.ret) }
+		if sd.time-r.ret > int64(ttl/lateTolerance) && !slices.ContainsFunc(paused[node], between) {
+			bad = append(bad, finding{at: sd.time, what: fmt.Sprintf(
+				"%s's renewal of token %d was refused at %s (the lock is not its own), and it stepped down from that token only at %s (%s), %v later; no pause of it came between",
+				node, r.token, p.t(r.ret), p.t(sd.time), sd.reason, time.Duration(sd.time-r.ret).Round(time.Millisecond))})
+		}
+	}
+	return judged, bad
 }

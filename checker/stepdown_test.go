@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,5 +261,131 @@ func TestStepDownLateAnswerExtendsNothing(t *testing.T) {
 			s.adv(time.Millisecond)
 			wantCheck(t, checkOnly(t, s.end(), CheckStepDown), c.want, "before the deadline")
 		})
+	}
+}
+
+// A step-down says the lease its term counted on, from the send of the grant that set
+// its deadline: the TTL less the drift margin, and no more. An elector that adds the
+// margin where it subtracts it (Lead's deadline arithmetic, at the acquire or at a
+// renewal) counts two margins too many, at every step-down whatever the reason, which
+// the late rule cannot tell from a starved node's timer.
+func TestStepDownCountedLease(t *testing.T) {
+	ttl := 2 * time.Second
+	for _, c := range []struct {
+		name   string
+		lease  time.Duration
+		reason string
+		fault  string // on the node throughout
+		want   Verdict
+	}{
+		{"the TTL less the margin", ttl - ttl/20, reasonShutdown, "", Valid},
+		{"less than that (a larger margin)", ttl - ttl/10, reasonLeaseExpired, "", Valid},
+		{"not said", 0, reasonLeaseExpired, "", Valid},
+		{"the TTL plus the margin, at a shutdown", ttl + ttl/20, reasonShutdown, "", Invalid},
+		{"the TTL plus the margin, at an expiry", ttl + ttl/20, reasonLeaseExpired, "", Invalid},
+		{"a nanosecond more, under a clock fault", ttl - ttl/20 + 1, reasonLeaseExpired, "clock", Invalid},
+		// The run says its nodes count their lease (fenceline's own node): an elector
+		// that does not tell its LeaseRecorder (the recorder's test negated).
+		{"not said, in a run whose nodes say it", 0, reasonShutdown, "", Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			counted := strings.HasSuffix(c.name, "whose nodes say it")
+			if c.fault != "" {
+				id := s.injectFault(c.fault, "n1")
+				defer s.healFault(id)
+			}
+			tok := s.acquire(0)
+			s.adv(100 * time.Millisecond)
+			if c.reason == reasonLeaseExpired {
+				s.adv(ttl - ttl/20) // at its deadline
+			}
+			s.stepDownCounted(0, tok, c.reason, c.lease)
+			if c.reason == reasonShutdown {
+				s.adv(time.Millisecond)
+				s.release(0, tok)
+			}
+			s.adv(time.Millisecond)
+			run := s.end()
+			run.Info.LeaseCounted = counted
+			cr := checkOnly(t, run, CheckStepDown)
+			want := "beyond the lease TTL less the drift margin"
+			if counted {
+				want = "without saying the lease"
+			}
+			wantCheck(t, cr, c.want, want)
+			if c.lease != 0 && cr.Stats["counted"] != 1 {
+				t.Errorf("counted %d step-downs, want 1", cr.Stats["counted"])
+			}
+		})
+	}
+}
+
+// A renewal that Redis refused (the lock is not the term's) ends the term at once. An
+// elector whose loop goes on after the refusal (Lead's break turned into a continue)
+// renews the token again, or, when its deadline comes before the next renewal is due,
+// steps down only then. A pause of the node excuses a late step-down, never a renewal.
+func TestStepDownAfterRefusal(t *testing.T) {
+	const reasonRenewRejected = "renew-rejected" // election.ReasonRenewRejected
+	ttl := 2 * time.Second
+	for _, c := range []struct {
+		name     string
+		renewed  bool          // the node renews the token again after the refusal
+		stepDown time.Duration // from the refusal's answer
+		reason   string
+		fault    string // on the node throughout
+		want     Verdict
+	}{
+		{"steps down at once", false, 50 * time.Microsecond, reasonRenewRejected, "", Valid},
+		{"steps down a starved 200 ms later", false, 200 * time.Millisecond, reasonRenewRejected, "", Valid},
+		{"renews again, then expires", true, 1200 * time.Millisecond, reasonLeaseExpired, "", Invalid},
+		{"steps down only at its deadline", false, 1200 * time.Millisecond, reasonLeaseExpired, "", Invalid},
+		{"steps down late, the node paused", false, 1200 * time.Millisecond, reasonLeaseExpired, "pause", Valid},
+		{"renews again, the node paused", true, 1200 * time.Millisecond, reasonLeaseExpired, "pause", Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			if c.fault != "" {
+				id := s.injectFault(c.fault, "n1")
+				defer s.healFault(id)
+			}
+			tok := s.acquire(0)
+			s.adv(667 * time.Millisecond)
+			i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+			s.adv(time.Millisecond)
+			s.complete(i, history.Fail, history.Event{Token: tok, Error: history.ErrNotHeld})
+			refused := s.now
+			if c.renewed {
+				s.adv(667 * time.Millisecond)
+				i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+				s.adv(500 * time.Millisecond)
+				s.complete(i, history.Info, history.Event{Token: tok, Error: "i/o timeout"})
+			}
+			s.now = refused + int64(c.stepDown)
+			s.stepDown(0, tok, c.reason)
+			s.adv(time.Millisecond)
+			cr := checkOnly(t, s.end(), CheckStepDown)
+			wantCheck(t, cr, c.want, "was refused")
+			if cr.Stats["refused"] != 1 {
+				t.Errorf("judged %d refusals, want 1", cr.Stats["refused"])
+			}
+		})
+	}
+	// A refusal answered after the term had ended (the deadline came first, and the
+	// elector waited for its renewal in flight) is not judged.
+	s := newSim(simConfig{Seed: 1})
+	tok := s.acquire(0)
+	s.adv(667 * time.Millisecond)
+	i := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+	s.adv(ttl)
+	s.stepDown(0, tok, reasonLeaseExpired)
+	s.adv(10 * time.Millisecond)
+	s.complete(i, history.Fail, history.Event{Token: tok, Error: history.ErrNotHeld})
+	s.adv(time.Second)
+	s.stepDown(0, tok, reasonLeaseExpired) // a later term of the token (an adoption) is not this one's
+	s.adv(time.Millisecond)
+	cr := checkOnly(t, s.end(), CheckStepDown)
+	if cr.Stats["refused"] != 0 {
+		t.Errorf("judged %d refusals answered after the step-down, want 0", cr.Stats["refused"])
 	}
 }

@@ -177,6 +177,7 @@ type step struct {
 	Token  int64
 	Reason Reason
 	Err    error
+	Lease  time.Duration // a step-down's counted lease (LeaseRecorder)
 }
 
 // testRecorder records steps with times relative to its creation (fake time in a bubble).
@@ -216,9 +217,13 @@ func (r *testRecorder) Invoke(op Op, token int64) func(Result) {
 }
 
 func (r *testRecorder) StepDown(token int64, reason Reason) {
+	panic("StepDown called on a LeaseRecorder")
+}
+
+func (r *testRecorder) StepDownCounted(token int64, reason Reason, lease time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.add(step{What: "step-down", Token: token, Reason: reason})
+	r.add(step{What: "step-down", Token: token, Reason: reason, Lease: lease})
 }
 
 func (r *testRecorder) all() []step {

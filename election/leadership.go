@@ -146,11 +146,12 @@ type renewResult struct {
 func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom time.Time, lead func(ctx context.Context, t Term)) Reason {
 	cfg := l.cfg
 	deadline := term.Start.Add(cfg.LeaseTTL - cfg.DriftMargin)
+	granted := term.Start // the send time of the grant that set deadline
 	if l.chaos.trustsGrant() {
 		// The lease is believed to start now, its renewals too: a renewal due at once
 		// would find a lock lost meanwhile before the work acted on it.
 		renewFrom = cfg.Clock.Now()
-		deadline = renewFrom.Add(cfg.LeaseTTL - cfg.DriftMargin)
+		deadline, granted = renewFrom.Add(cfg.LeaseTTL-cfg.DriftMargin), renewFrom
 	}
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -234,7 +235,7 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 					reason = ReasonLeaseExpired
 					break loop
 				default:
-					deadline = r.sent.Add(cfg.LeaseTTL - cfg.DriftMargin)
+					deadline, granted = r.sent.Add(cfg.LeaseTTL-cfg.DriftMargin), r.sent
 					deadlineT.Reset(deadline.Sub(cfg.Clock.Now()))
 					l.mu.Lock()
 					l.deadline = deadline
@@ -259,15 +260,16 @@ func (l *Leadership) Lead(ctx context.Context, term Term, lease Lease, renewFrom
 	default:
 		cancel(context.Cause(ctx))
 	}
+	counted := deadline.Sub(granted)
 	told := !l.chaos.neverTells()
 	if told {
-		l.stepDown(term, reason)
+		l.stepDown(term, reason, counted)
 	}
 	if leadDone != nil {
 		l.awaitLead(term, leadDone) // bounded wait: overdue.go
 	}
 	if !told {
-		l.stepDown(term, reason) // the node learns it only when its work stops
+		l.stepDown(term, reason, counted) // the node learns it only when its work stops
 	}
 	if renewing != nil {
 		<-renewing // bounded by RequestTimeout if the client honours deadlines
@@ -355,13 +357,19 @@ func (l *Leadership) release(ctx context.Context, token int64, lease Lease, why 
 	return ok && err == nil
 }
 
-func (l *Leadership) stepDown(term Term, reason Reason) {
+// stepDown ends term for reason; counted is the lease its deadline counted from the send of
+// the grant that set it (LeaseRecorder).
+func (l *Leadership) stepDown(term Term, reason Reason, counted time.Duration) {
 	l.mu.Lock()
 	l.status.Role, l.status.Token = RoleFollower, 0
 	l.mu.Unlock()
 	// Recorded first: its time is when the term ended, which a log write that blocks
 	// (a busy disk) must not move.
-	l.cfg.Recorder.StepDown(term.Token, reason)
+	if lr, ok := l.cfg.Recorder.(LeaseRecorder); ok {
+		lr.StepDownCounted(term.Token, reason, counted)
+	} else {
+		l.cfg.Recorder.StepDown(term.Token, reason)
+	}
 	l.cfg.Metrics.LostLeadership(reason)
 	level := slog.LevelWarn
 	if reason == ReasonShutdown || reason == ReasonLeadReturned {

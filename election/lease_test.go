@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -102,8 +103,8 @@ func TestStepDownWhenRenewalsFail(t *testing.T) {
 					t.Fatalf("terms = %+v, want the first ended at %v by ErrLeaseExpired", terms, localLease)
 				}
 				sd := rec.find("step-down", "")
-				if len(sd) < 1 || sd[0].Reason != ReasonLeaseExpired || sd[0].At != localLease || sd[0].Token != 1 {
-					t.Errorf("step-downs = %+v, want token 1 lease-expired at %v", sd, localLease)
+				if len(sd) < 1 || sd[0].Reason != ReasonLeaseExpired || sd[0].At != localLease || sd[0].Token != 1 || sd[0].Lease != localLease {
+					t.Errorf("step-downs = %+v, want token 1 lease-expired at %v, having counted %v", sd, localLease, localLease)
 				}
 				if tc.fault.blackhole {
 					fs.unblockAll()
@@ -390,3 +391,50 @@ func TestRunTwice(t *testing.T) {
 		stop()
 	})
 }
+
+// A term that renewed counts its lease from the last confirmed renewal's send, as it did
+// from the acquire's: LeaseTTL - DriftMargin, which the step-down tells a LeaseRecorder.
+// The deadline moves with it: the step-down comes that long after the renewal was sent.
+func TestStepDownCountsItsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakeStore()
+		fs.setFault(OpRenew, func(call int) fault {
+			if call <= 2 {
+				return fault{}
+			}
+			return fault{err: errConnReset}
+		})
+		e, rec := newTestElector(t, fs, Config{InstanceID: "a"})
+		tr := newTracker()
+		stop := start(t, e, tr.lead)
+		time.Sleep(2*renewEvery + localLease)
+		synctest.Wait()
+		stop()
+		sd := rec.find("step-down", "")
+		// The second renewal, sent at 2*renewEvery, set the deadline.
+		if len(sd) < 1 || sd[0].Reason != ReasonLeaseExpired || sd[0].At != 2*renewEvery+localLease || sd[0].Lease != localLease {
+			t.Fatalf("step-downs = %+v, want the first lease-expired at %v, having counted %v", sd, 2*renewEvery+localLease, localLease)
+		}
+	})
+}
+
+// Without LeaseRecorder, a Recorder is told the step-down by StepDown.
+func TestStepDownPlainRecorder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &plainRecorder{}
+		cfg := Config{InstanceID: "a", Recorder: rec}.WithDefaults()
+		e := newElector(newFakeStore(), cfg)
+		stop := start(t, e, func(ctx context.Context, _ Term) { <-ctx.Done() })
+		time.Sleep(renewEvery)
+		stop()
+		if rec.stepDowns.Load() != 1 {
+			t.Fatalf("%d step-downs recorded, want 1", rec.stepDowns.Load())
+		}
+	})
+}
+
+// plainRecorder is a Recorder that is not a LeaseRecorder.
+type plainRecorder struct{ stepDowns atomic.Int32 }
+
+func (*plainRecorder) Invoke(Op, int64) func(Result)         { return func(Result) {} }
+func (r *plainRecorder) StepDown(token int64, reason Reason) { r.stepDowns.Add(1) }

@@ -1,5 +1,7 @@
 package election
 
+import "time"
+
 // Op names an election request that a Recorder is told about.
 type Op string
 
@@ -91,6 +93,23 @@ type Recorder interface {
 	Invoke(op Op, token int64) (complete func(Result))
 	// StepDown records that the term with token ended for reason.
 	StepDown(token int64, reason Reason)
+}
+
+// LeaseRecorder is a Recorder that is also told, when a term ends, the lease its local
+// deadline counted on: the time from the send of the grant that set the deadline (the
+// acquire, or the last renewal confirmed in time) to the deadline. Lead calls
+// StepDownCounted instead of StepDown when Config.Recorder implements it.
+//
+// For fenceline's elector it is LeaseTTL - DriftMargin, always: the lock's TTL runs from
+// Redis's receipt of the grant, after its send, and the margin absorbs a clock that runs
+// slower than Redis's. A longer one is a leader that believes past its lock by as much,
+// which only a clock fault would otherwise show; fenceline's history records it, so
+// that the step-down check can hold the elector to it without judging time.
+type LeaseRecorder interface {
+	Recorder
+	// StepDownCounted records that the term with token ended for reason, its local
+	// deadline counted lease after the send of the grant that set it.
+	StepDownCounted(token int64, reason Reason, lease time.Duration)
 }
 
 type nopRecorder struct{}

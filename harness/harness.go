@@ -235,6 +235,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 		info.Target, info.NoFence = t.Name, !t.Fenced
 	}
+	info.LeaseCounted = info.Target == "" // fenceline's own node (election.LeaseRecorder)
 	// run.json is written first as an unfinished run and replaced at the end: if the
 	// end never comes (the runner killed, the disk full), the directory still says the
 	// run is incomplete and no check of it can pass.

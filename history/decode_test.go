@@ -12,6 +12,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"n1/ab/1","type":"invoke","kind":"commit","node":"n1","time":1796226096654895780,"token":3,"from":10,"to":12,"events":2}`,
 		`{"id":"x","type":"ok","kind":"load","node":"n1","time":3,"cursor":-1,"token":9223372036854775807}`,
+		`{"id":"n1/ab/9","type":"info","kind":"step-down","node":"n1","time":1796226096654895780,"token":3,"reason":"lease-expired","lease_ns":1900000000}`,
 		`{"id":"x","type":"ok","time":-9223372036854775808}`,
 		`{"ID":"x","Type":"ok"}`,
 		`{"id":"x","time":1e3}`,

@@ -96,6 +96,10 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Fault is the fault kind (kill, pause, partition...) of a KindFault event.
 	Fault string `json:"fault,omitempty"`
+	// Lease is, for a step-down, the lease in nanoseconds that the term's local deadline
+	// counted on from the send of the grant that set it (election.LeaseRecorder); 0 when
+	// the elector does not say.
+	Lease int64 `json:"lease_ns,omitempty"`
 }
 
 // ErrBadInput is the root of every error that says the input itself is wrong (as
@@ -137,7 +141,14 @@ func (e Event) Validate() error {
 	if e.Time <= 0 || e.Time > MaxTime {
 		return fmt.Errorf("%w: time %d is outside 1..%d (host nanoseconds since 1970)", ErrMalformed, e.Time, MaxTime)
 	}
+	if e.Lease < 0 || e.Lease != 0 && e.Kind != KindStepDown {
+		return leaseError(e.Lease, e.Kind)
+	}
 	return nil
+}
+
+func leaseError(lease int64, kind Kind) error {
+	return fmt.Errorf("%w: lease_ns %d on a %s event: only a step-down counts a lease, and never a negative one", ErrMalformed, lease, kind)
 }
 
 // Recorder writes events as JSON lines. It is safe for concurrent use. Each event is

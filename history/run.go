@@ -90,6 +90,10 @@ type RunInfo struct {
 	// StartCursor+1; the cursor record's token is 0). Both 0: a fresh store.
 	StartToken  int64 `json:"start_token,omitempty"`
 	StartCursor int64 `json:"start_cursor,omitempty"`
+	// LeaseCounted: the nodes say, at each step-down, the lease their term counted on
+	// (Event.Lease), as fenceline's own node does; the step-down check then requires it
+	// of every step-down.
+	LeaseCounted bool `json:"lease_counted,omitempty"`
 	// SourceRate is the event source's rate, events per second (0: unknown or
 	// unlimited): what a leader that keeps up applies.
 	SourceRate float64 `json:"source_rate,omitempty"`

@@ -92,6 +92,23 @@ func TestLoadRunGood(t *testing.T) {
 	}
 }
 
+// A step-down that counts its lease (election.LeaseRecorder) keeps it through the
+// compact rows: it is kept whole.
+func TestLoadRunStepDownLease(t *testing.T) {
+	sd := `{"id":"n1/a/3","type":"info","kind":"step-down","node":"n1","time":1700000000000000500,"token":1,"reason":"shutdown","lease_ns":1900000000}` + "\n"
+	r, err := history.LoadRun(writeDir(t, with(goodRun(), "history/n1.jsonl", n1Lines+sd)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Events.At(r.Events.Len() - 1)
+	if last.Kind != history.KindStepDown || last.Lease != 1900000000 || last.Reason != "shutdown" || last.Token != 1 {
+		t.Fatalf("the step-down loaded as %+v", last)
+	}
+	if first := r.Events.At(0); first.Lease != 0 {
+		t.Fatalf("an acquire loaded with lease %d", first.Lease)
+	}
+}
+
 // TestLoadRunBadInput: every kind of bad input is an error that wraps ErrBadInput
 // (exit 2) and names the file (and line), never a verdict and never a panic.
 func TestLoadRunBadInput(t *testing.T) {
@@ -118,6 +135,8 @@ func TestLoadRunBadInput(t *testing.T) {
 		{"schedule an object", with(goodRun(), "schedule.json", `{"at_ns":1}`), history.ErrBadRunFile, []string{"schedule.json is not a fault schedule"}},
 		{"schedule of numbers", with(goodRun(), "schedule.json", `[1,2]`), history.ErrBadRunFile, []string{"schedule.json"}},
 		{"schedule step without kind", with(goodRun(), "schedule.json", `[{"at_ns":1}]`), history.ErrBadRunFile, []string{"step 0 is not a fault step"}},
+		{"lease on a commit", with(goodRun(), "history/n1.jsonl", strings.Replace(n1Lines, `"events":2}`, `"events":2,"lease_ns":1900000000}`, 1)), history.ErrMalformed, []string{"n1.jsonl:3", "lease_ns 1900000000 on a commit"}},
+		{"negative lease", with(goodRun(), "history/n1.jsonl", n1Lines+`{"id":"n1/a/3","type":"info","kind":"step-down","node":"n1","time":1700000000000000500,"token":1,"reason":"shutdown","lease_ns":-1}`+"\n"), history.ErrMalformed, []string{"n1.jsonl:5", "lease_ns -1"}},
 		{"two bad files", with(goodRun(), "history/n1.jsonl", "x\n", "history/n2.jsonl", "y\n"), history.ErrMalformed, []string{"n1.jsonl:1", "and 1 more files with errors"}},
 		{"torn line in the middle", with(goodRun(), "history/n1.jsonl", n1Lines[:60]+"\n"+n1Lines), history.ErrMalformed, []string{"n1.jsonl:1"}},
 		{"torn last audit line", with(goodRun(), "audit.jsonl", auditLine+"\n"+auditLine[:30]), history.ErrMalformed, []string{"audit.jsonl:2", "torn last line"}},

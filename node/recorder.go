@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
@@ -66,8 +67,14 @@ func (r electionRecorder) Invoke(op election.Op, token int64) func(election.Resu
 }
 
 func (r electionRecorder) StepDown(token int64, reason election.Reason) {
+	r.StepDownCounted(token, reason, 0)
+}
+
+// StepDownCounted makes electionRecorder an election.LeaseRecorder: the history's
+// step-down carries the lease the term counted on (history.Event.Lease).
+func (r electionRecorder) StepDownCounted(token int64, reason election.Reason, lease time.Duration) {
 	r.rec.Record(history.Event{ID: r.nextID(), Type: history.Info, Kind: history.KindStepDown,
-		Node: r.node, Token: token, Reason: string(reason)})
+		Node: r.node, Token: token, Reason: string(reason), Lease: int64(lease)})
 }
 
 // newBoot returns a random id for this process, so that operation ids stay unique across

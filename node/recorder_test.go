@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/history"
@@ -106,5 +107,26 @@ func TestElectionRecorderRefusals(t *testing.T) {
 	}
 	if want := []string{history.ErrNotHeld, history.ErrNotPresent, history.ErrNotHeld}; !slices.Equal(got, want) {
 		t.Errorf("refusals recorded as %q, want %q", got, want)
+	}
+}
+
+// The node's recorder is an election.LeaseRecorder: a step-down carries the lease its
+// term counted on, which the step-down check holds to the TTL less the drift margin.
+func TestElectionRecorderStepDownLease(t *testing.T) {
+	var buf bytes.Buffer
+	var r election.Recorder = newElectionRecorder(history.NewRecorder(&buf), "n1", nil)
+	lr, ok := r.(election.LeaseRecorder)
+	if !ok {
+		t.Fatal("the node's election recorder is not a LeaseRecorder")
+	}
+	lr.StepDownCounted(4, election.ReasonLeaseExpired, 1900*time.Millisecond)
+	r.StepDown(5, election.ReasonShutdown)
+	evs, err := history.Read(&buf, "history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Kind != history.KindStepDown || evs[0].Lease != int64(1900*time.Millisecond) || evs[0].Token != 4 ||
+		evs[0].Reason != string(election.ReasonLeaseExpired) || evs[1].Lease != 0 || evs[1].Reason != string(election.ReasonShutdown) {
+		t.Errorf("step-downs recorded as %+v", evs)
 	}
 }
