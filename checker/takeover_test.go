@@ -35,13 +35,42 @@ func TestTakeoverWindow(t *testing.T) {
 		{"a target", true, "redsync", []Window{kill(1500 * time.Millisecond)}, NotApplicable},
 	} {
 		p := &parsed{run: &history.Run{Info: history.RunInfo{Workload: "listener", LeaseTTL: 2 * time.Second,
-			TakeoverOnDisconnect: c.takeover, Target: c.target}}}
+			TakeoverOnDisconnect: c.takeover, Target: c.target}}, nodes: []string{"n1", "n2", "n3"}}
 		cr := takeoverWindow(p, c.windows)
 		if cr.Verdict != c.want {
 			t.Errorf("%s: %s, want %s: %s", c.name, cr.Verdict, c.want, cr.Message)
 		}
 		if c.want == Invalid && (len(cr.Offending) != 1 || !strings.Contains(cr.Offending[0], "1.5s later")) {
 			t.Errorf("%s: offending %q", c.name, cr.Offending)
+		}
+	}
+}
+
+// A window in which a standby's election request went unanswered is not judged: the
+// standbys could not reach Redis (two windows of the unmutated elector at load average
+// 24, 1.5 s and 3.4 s, each with standbys' acquires timing out). An answered refusal, or
+// the old leader's own timeout, does not excuse it.
+func TestTakeoverWindowStandbyUnanswered(t *testing.T) {
+	slow := Window{Fault: "kill", FaultNode: "n1", OldNode: "n1", OldToken: 9, NewNode: "n2", NewToken: 10,
+		Injected: int64(time.Second), FirstNew: int64(time.Second + 3400*time.Millisecond), ToNewToken: 3400 * time.Millisecond}
+	for _, c := range []struct {
+		name string
+		el   []elOp
+		want Verdict
+	}{
+		{"a standby's acquire timed out", []elOp{{node: 1, call: int64(1200 * time.Millisecond), typ: history.Info}}, Valid},
+		{"a standby's acquire refused", []elOp{{node: 1, call: int64(1200 * time.Millisecond), typ: history.Fail, notHeld: true}}, Invalid},
+		{"the old leader's renewal timed out", []elOp{{node: 0, call: int64(1200 * time.Millisecond), typ: history.Info}}, Invalid},
+		{"a standby's timeout before the kill", []elOp{{node: 2, call: int64(900 * time.Millisecond), typ: history.Info}}, Invalid},
+	} {
+		p := &parsed{run: &history.Run{Info: history.RunInfo{Workload: "listener", LeaseTTL: 2 * time.Second,
+			TakeoverOnDisconnect: true}}, nodes: []string{"n1", "n2", "n3"}, el: c.el}
+		cr := takeoverWindow(p, []Window{slow})
+		if cr.Verdict != c.want {
+			t.Errorf("%s: %s, want %s: %s", c.name, cr.Verdict, c.want, cr.Message)
+		}
+		if c.want == Valid && cr.Stats["standby_unanswered"] != 1 {
+			t.Errorf("%s: stats %v", c.name, cr.Stats)
 		}
 	}
 }
