@@ -542,9 +542,13 @@ func TestUnitTests(t *testing.T) {
 		{"./pass", Survived, ""}, {"./fail", Killed, "unit tests: TestP"}, {"./hang", Killed, "unit tests: timed out"},
 		{"./nocompile", Killed, "unit tests do not compile"},
 	} {
-		got, detail := unitTests(context.Background(), cfg, mod, c.pkg)
+		got, detail, output := unitTests(context.Background(), cfg, mod, c.pkg)
 		if got != c.want || !strings.HasPrefix(detail, c.detail) {
 			t.Errorf("%s: %s (%q), want %s (%q)", c.pkg, got, detail, c.want, c.detail)
+		}
+		// The output is kept for a kill (runMutant writes it to unit-tests.log).
+		if (got == Killed) != (len(output) > 0) || c.pkg == "./fail" && !strings.Contains(string(output), "--- FAIL: TestP") {
+			t.Errorf("%s: output %q", c.pkg, output)
 		}
 	}
 }

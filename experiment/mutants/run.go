@@ -432,9 +432,10 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 	// The unit tests and the harness at once: the tests mostly wait on timers.
 	testDone := make(chan struct{})
 	var tests, testDetail string
+	var testOutput []byte
 	go func() {
 		defer close(testDone)
-		tests, testDetail = unitTests(ctx, cfg, copyDir, m.Package)
+		tests, testDetail, testOutput = unitTests(ctx, cfg, copyDir, m.Package)
 	}()
 	for i, st := range stagesOf(m) {
 		seed := cfg.Seed + int64(i)
@@ -458,6 +459,14 @@ func runMutant(ctx context.Context, cfg Config, out, copyDir string, m Mutant) (
 	}
 	<-testDone
 	r.Tests = tests
+	if tests == Killed && len(testOutput) > 0 {
+		// Kept whole: a failing test's message is what tells a kill from a flaky test
+		// (the control's above all).
+		log := filepath.Join(out, "runs", runName(m), "unit-tests.log")
+		if err := os.MkdirAll(filepath.Dir(log), 0o755); err == nil && os.WriteFile(log, testOutput, 0o644) == nil {
+			testDetail += " (output: " + filepath.Join("runs", runName(m), "unit-tests.log") + ")"
+		}
+	}
 	if testDetail != "" {
 		r.Detail = strings.TrimPrefix(r.Detail+"; "+testDetail, "; ")
 	}
@@ -509,13 +518,13 @@ func warmCache(ctx context.Context, repo, dir string, ms []Mutant) error {
 // then run, so that only the run is timed: eight mutants building at once on two cores
 // took more than a minute to compile the election tests, and a backstop that counted it
 // left mutants undecided whose tests had hung for the whole -timeout.
-func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, detail string) {
+func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, detail string, output []byte) {
 	bin := filepath.Join(copyDir, "bin", "unit.test")
 	if b, err := buildTests(ctx, copyDir, pkg, bin); err != nil {
 		if ctx.Err() != nil {
-			return NotReached, ""
+			return NotReached, "", nil
 		}
-		return Killed, "unit tests do not compile: " + tail(b, 200)
+		return Killed, "unit tests do not compile: " + tail(b, 200), b
 	}
 	// A backstop past the binary's own timeout (it panics then), for one that does not exit.
 	tctx, cancel := context.WithTimeout(ctx, cfg.TestTimeout+time.Minute)
@@ -525,13 +534,13 @@ func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, d
 	output, err := t.CombinedOutput()
 	switch {
 	case err == nil:
-		return Survived, ""
+		return Survived, "", nil
 	case ctx.Err() != nil:
-		return NotReached, ""
+		return NotReached, "", nil
 	case tctx.Err() != nil:
-		return Undecided, fmt.Sprintf("unit tests: the test binary did not exit within %v", cfg.TestTimeout+time.Minute)
+		return Undecided, fmt.Sprintf("unit tests: the test binary did not exit within %v", cfg.TestTimeout+time.Minute), output
 	}
-	return Killed, failedTests(output)
+	return Killed, failedTests(output), output
 }
 
 // failedTests names the tests that failed in go test's output ("unit tests: TestA,
@@ -632,14 +641,18 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 		return Undecided, "", 0, "", err.Error()
 	}
 	d := matrix.Driver{Cmd: "mutants", Out: out}
-	name := strings.NewReplacer("/", "_", ":", "_", "+", "_", "#", "_").Replace(m.ID)
-	res, err := d.Execute(ctx, []matrix.Run{{Row: matrix.Row{Name: name, Spec: s}, Seed: seed}})
+	res, err := d.Execute(ctx, []matrix.Run{{Row: matrix.Row{Name: runName(m), Spec: s}, Seed: seed}})
 	if err != nil {
 		return Undecided, "", 0, "", err.Error()
 	}
 	dir = res[0].Outcome.Dir
 	verdict, check, at, why = stageOutcome(ctx, res[0])
 	return verdict, check, at, dir, why
+}
+
+// runName is the directory of m's runs under the output's runs/ (matrix.Driver's layout).
+func runName(m Mutant) string {
+	return strings.NewReplacer("/", "_", ":", "_", "+", "_", "#", "_").Replace(m.ID)
 }
 
 // stageOutcome says what one chaos run r of a mutant came to: killed (by which check,

@@ -65,6 +65,12 @@ func TestSampleOfThree(t *testing.T) {
 		if r.Harness == Killed && r.Check == "" {
 			t.Errorf("%s: killed by the harness, but by no check", r.ID)
 		}
+		// A kill by the unit tests keeps their output.
+		if log := filepath.Join(out, "runs", runName(r.Mutant), "unit-tests.log"); r.Tests == Killed {
+			if b, err := os.ReadFile(log); err != nil || len(b) == 0 || !strings.Contains(r.Detail, "unit-tests.log") {
+				t.Errorf("%s: killed by the unit tests, but their output is not kept in %s (%v; detail %q)", r.ID, log, err, r.Detail)
+			}
+		}
 		// A survivor's second run is the one with takeover on disconnect and the mixed
 		// schedule.
 		for i, dir := range r.Runs {
