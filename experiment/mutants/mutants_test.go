@@ -527,6 +527,7 @@ func TestUnitTests(t *testing.T) {
 		"fail/p_test.go":      "package p\nimport \"testing\"\nfunc TestP(t *testing.T) { t.Fatal(\"no\") }\n",
 		"hang/p_test.go":      "package p\nimport (\"testing\"; \"time\")\nfunc TestP(t *testing.T) { time.Sleep(time.Hour) }\n",
 		"nocompile/p_test.go": "package p\nimport \"testing\"\nfunc TestP(t *testing.T) { undefined() }\n",
+		"hog/p_test.go":       "package p\nimport \"testing\"\nvar keep [][]byte\nfunc TestP(t *testing.T) { for { b := make([]byte, 1<<20); b[0] = 1; keep = append(keep, b) } }\n",
 	}
 	for name, text := range files {
 		p := filepath.Join(mod, name)
@@ -537,10 +538,10 @@ func TestUnitTests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{TestTimeout: 2 * time.Second}
+	cfg := Config{TestTimeout: 2 * time.Second, TestMemory: 1536 << 20} // the runtime reserves about 1 GB at its start
 	for _, c := range []struct{ pkg, want, detail string }{
 		{"./pass", Survived, ""}, {"./fail", Killed, "unit tests: TestP"}, {"./hang", Killed, "unit tests: timed out"},
-		{"./nocompile", Killed, "unit tests do not compile"},
+		{"./nocompile", Killed, "unit tests do not compile"}, {"./hog", Killed, "unit tests: out of memory"},
 	} {
 		got, detail, output := unitTests(context.Background(), cfg, mod, c.pkg)
 		if got != c.want || !strings.HasPrefix(detail, c.detail) {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/checker"
 	"github.com/fenceline/fenceline/experiment/chaosrun"
@@ -105,6 +107,12 @@ type Config struct {
 	// makes a test hang fails the tests, as a mutant that makes one fail does. Default
 	// 4 min (the election package's tests take about a minute).
 	TestTimeout time.Duration
+	// TestMemory bounds the address space of one mutant's unit tests (RLIMIT_AS): a
+	// mutant that makes a test loop allocating fails the tests, as one that makes a test
+	// hang does, and must not starve the other runs on the machine first. Default 3 GiB:
+	// the Go runtime reserves about 1 GB of address space at its start, and the election
+	// package's tests use under 200 MB besides.
+	TestMemory uint64
 	// Equivalent maps a mutant's ID to why no history can tell it from the original
 	// (equivalent.txt); such a survivor is explained.
 	Equivalent map[string]string
@@ -202,6 +210,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) int {
 	cfg.Duration = cmp.Or(cfg.Duration, 60*time.Second)
 	cfg.Parallel = max(cfg.Parallel, 1)
 	cfg.TestTimeout = cmp.Or(cfg.TestTimeout, 4*time.Minute)
+	cfg.TestMemory = cmp.Or(cfg.TestMemory, 3<<30)
 	if cfg.Repo == "" || cfg.Out == "" || cfg.Gremlins == "" || cfg.Sample < 0 || (cfg.Sample > 0 && len(cfg.Only) > 0) {
 		fmt.Fprintln(stderr, "fenceline mutants: need --repo, --out, --gremlins and --sample >= 0, and not both --sample and --only")
 		return exitcode.Usage
@@ -531,7 +540,22 @@ func unitTests(ctx context.Context, cfg Config, copyDir, pkg string) (outcome, d
 	defer cancel()
 	t := exec.CommandContext(tctx, bin, "-test.count=1", "-test.timeout="+cfg.TestTimeout.String())
 	t.Dir = filepath.Join(copyDir, pkg) // where go test runs a package's tests
-	output, err := t.CombinedOutput()
+	var out bytes.Buffer
+	t.Stdout, t.Stderr = &out, &out
+	err := t.Start()
+	if err == nil {
+		// Bounded at once, before the tests allocate much: two mutants of Lead whose
+		// tests looped allocating grew to 11 GB each on this 24 GB machine, and every
+		// other run there stalled for minutes (nodes 13 minutes past their deadlines).
+		limit := unix.Rlimit{Cur: cfg.TestMemory, Max: cfg.TestMemory}
+		if err = unix.Prlimit(t.Process.Pid, unix.RLIMIT_AS, &limit, nil); err != nil {
+			_ = t.Process.Kill()
+			_ = t.Wait()
+			return Undecided, "unit tests: cannot bound their memory: " + err.Error(), nil
+		}
+		err = t.Wait()
+	}
+	output = out.Bytes()
 	switch {
 	case err == nil:
 		return Survived, "", nil
@@ -558,6 +582,8 @@ func failedTests(output []byte) string {
 		return "unit tests: " + strings.Join(names, ", ")
 	case bytes.Contains(output, []byte("panic: test timed out")):
 		return "unit tests: timed out"
+	case bytes.Contains(output, []byte("out of memory")):
+		return "unit tests: out of memory (their address space is bounded)"
 	}
 	return "unit tests: " + tail(output, 120)
 }
