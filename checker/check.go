@@ -32,6 +32,9 @@ func Check(ctx context.Context, run *history.Run, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if opts.NoFinalRead {
+		p.forgetAbsence()
+	}
 	if st := run.Store; st != nil && !opts.NoFinalRead {
 		// The harness stops every node before it reads the store, so the read follows
 		// every recorded invoke; it is open-ended because its time is not recorded.

@@ -508,3 +508,39 @@ func TestAuditFinalRecordAfterAWrite(t *testing.T) {
 	run.Store.MaxToken = 4
 	wantCheck(t, checkOnly(t, run, CheckAudit), Invalid, "the final store holds cursor=1 token=4")
 }
+
+// A store read while the run goes on (NoFinalRead, the stop-at-violation watcher's) is a
+// snapshot: a commit in flight at the read may be applied after it, so its absence from
+// the audit proves nothing. n1's commit has no answer yet, n2's load has seen it, and
+// the snapshot, read before the commit reached Redis, lacks it. Judged as a final read's
+// audit stream, the same absence says the commit never happened, which the load
+// contradicts.
+func TestAuditSnapshotAbsenceProvesNothing(t *testing.T) {
+	t0 := int64(1_700_000_000_000_000_000)
+	ev := func(id string, typ history.Type, kind history.Kind, node string, at, tok, from, to, cursor int64) history.Event {
+		return history.Event{ID: id, Type: typ, Kind: kind, Node: node, Time: t0 + at*int64(time.Millisecond), Token: tok, From: from, To: to, Cursor: cursor}
+	}
+	run := &history.Run{Info: history.RunInfo{Nodes: []string{"n1", "n2"}, Workload: "listener", Start: t0, End: t0 + int64(time.Second), Persistence: true, LeaseTTL: 2 * time.Second},
+		Events: history.Pack([]history.Event{
+			ev("a1", history.Invoke, history.KindAcquire, "n1", 1, 0, 0, 0, 0), ev("a1", history.OK, history.KindAcquire, "n1", 2, 1, 0, 0, 0),
+			ev("c1", history.Invoke, history.KindCommit, "n1", 3, 1, 0, 2, 0), ev("c1", history.OK, history.KindCommit, "n1", 4, 1, 0, 2, 0),
+			ev("c2", history.Invoke, history.KindCommit, "n1", 5, 1, 2, 4, 0), // in flight at the cut
+			ev("l1", history.Invoke, history.KindLoad, "n2", 20, 0, 0, 0, 0), ev("l1", history.OK, history.KindLoad, "n2", 21, 1, 0, 0, 4),
+		}),
+		Store: &history.Store{Cursor: 2, MaxToken: 1, Sink: []int64{1, 2}, Balances: map[string]int64{}, Audit: []history.AuditEntry{
+			{StreamID: "1-0", Op: "c1", Node: "n1", Token: 1, From: 0, To: 2, Result: "ok"},
+		}}}
+	for _, snapshot := range []bool{true, false} {
+		res, err := Check(context.Background(), run, Options{Checks: []string{CheckLinearizability}, NoFinalRead: snapshot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Valid
+		if !snapshot {
+			want = Invalid
+		}
+		if cr := res.Checks[0]; cr.Verdict != want {
+			t.Errorf("snapshot %v: %s, want %s: %s", snapshot, cr.Verdict, want, cr.Message)
+		}
+	}
+}

@@ -512,6 +512,24 @@ func (p *parsed) resolve(auditOf *auditIndex, dups [][2]int32) {
 	}
 }
 
+// forgetAbsence takes back what absence from the audit stream resolved: the store was
+// read while the run went on (Options.NoFinalRead), and a commit in flight then may be
+// applied after the read, so its absence proves nothing. A make mutants run stopped a
+// reference-equivalent mutant's run at a false linearizability violation this way: a
+// commit of unknown outcome, absent from the snapshot, that a later load had seen.
+func (p *parsed) forgetAbsence() {
+	if !p.auditComplete {
+		return
+	}
+	p.auditComplete = false
+	for i := range p.ops {
+		if o := &p.ops[i]; o.res == resAbsent {
+			o.res = resNone
+			p.counts.ResolvedByAudit--
+		}
+	}
+}
+
 // describeAudit says what an audit entry records: "n1 token=3 4→6", or "n1 write
 // token=3" for a write that moves no cursor.
 func describeAudit(a history.AuditEntry) string {

@@ -95,6 +95,8 @@ type Options struct {
 	// store read while the run goes on. By default the linearizability check takes it as
 	// a load invoked after every recorded event (the harness stops every node before it
 	// reads the store), and cursor-monotonic compares it with the acknowledged cursors.
+	// Absence from the audit stream of a store read while the run goes on proves
+	// nothing: a commit in flight may be applied after the read.
 	NoFinalRead bool
 }
 
