@@ -222,6 +222,14 @@ func (s *sim) finishCommit(i int, res string) {
 	s.complete(i, history.Fail, history.Event{Error: res})
 }
 
+// refusedStale records a commit of node under tok that the fence refused as stale.
+func (s *sim) refusedStale(node int, tok int64) {
+	i := s.commitInvoke(node, tok, 0)
+	s.adv(s.lat())
+	s.finishCommit(i, history.ErrStaleToken)
+	s.adv(s.lat())
+}
+
 // commit runs one commit of the leader to completion; on a conflict it reloads.
 func (s *sim) commit() {
 	i := s.commitInvoke(s.leader, s.token, s.cursor)

@@ -142,12 +142,13 @@ func stepDownCheck(p *parsed) CheckResult {
 	expired, early, late := expiries(p)
 	counted, overcounted := overcounts(p)
 	refused, ignored := refusals(p)
-	for _, part := range [][]finding{early, late, overcounted, ignored} {
+	returned, unprompted := workReturns(p)
+	for _, part := range [][]finding{early, late, overcounted, ignored, unprompted} {
 		bad = append(bad, part...)
 	}
 	cr.Stats = map[string]int64{"judged": int64(judged), "unreleased": int64(unreleased), "expiries": int64(expired),
 		"early": int64(len(early)), "late": int64(len(late)), "counted": int64(counted), "overcounted": int64(len(overcounted)),
-		"refused": int64(refused), "ignored": int64(len(ignored))}
+		"refused": int64(refused), "ignored": int64(len(ignored)), "work_returned": int64(returned), "unprompted": int64(len(unprompted))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d step-downs at a shutdown or after the work returned, each followed by the release of its term; %d for an expired lease, each at its deadline; %d that counted their lease, none beyond the TTL less the drift margin; %d terms whose renewal was refused, each ended at once", judged, expired, counted, refused)
 		return cr
@@ -168,6 +169,9 @@ func stepDownCheck(p *parsed) CheckResult {
 	}
 	if len(ignored) > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d terms whose renewal was refused did not end at once", len(ignored), refused))
+	}
+	if len(unprompted) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d terms whose work returned had no commit refused as stale", len(unprompted), returned))
 	}
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Message = strings.Join(parts, "; ")
@@ -369,6 +373,32 @@ func refusals(p *parsed) (judged int, bad []finding) {
 				"%s's renewal of token %d was refused at %s (the lock is not its own), and it stepped down from that token only at %s (%s), %v later; no pause of it came between",
 				node, r.token, p.t(r.ret), p.t(sd.time), sd.reason, time.Duration(sd.time-r.ret).Round(time.Millisecond))})
 		}
+	}
+	return judged, bad
+}
+
+// workReturns judges why a term's work returned (a step-down for lead-returned). The
+// listener gives up its term only when the fence refuses one of its commits as stale
+// (listener.Run): it retries every other failure, a load or a fetch that failed or a
+// commit of unknown outcome, for as long as the term lasts. So the step-down must follow
+// a commit of that term refused as stale, by the same node. A listener that gives up at
+// a failed load (a mutant of its retry) hands over its term at every Redis fault, a
+// failover nothing called for. It returns how many such step-downs it judged and the
+// findings.
+func workReturns(p *parsed) (judged int, bad []finding) {
+	for _, sd := range p.stepDowns {
+		if sd.reason != reasonLeadReturned {
+			continue
+		}
+		judged++
+		if slices.ContainsFunc(p.ops, func(o op) bool {
+			return o.kind == kCommit && o.node == sd.node && o.token == sd.token && o.out == outStale && o.ret <= sd.time
+		}) {
+			continue
+		}
+		bad = append(bad, finding{at: sd.time, what: fmt.Sprintf(
+			"%s's work returned from token %d at %s, and no commit of that term had been refused as stale: the listener gave up a term the fence had not refused",
+			p.nodes[sd.node], sd.token, p.t(sd.time))})
 	}
 	return judged, bad
 }

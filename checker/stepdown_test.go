@@ -49,6 +49,9 @@ func TestStepDown(t *testing.T) {
 			if c.reason == reasonLeaseExpired {
 				s.adv(s.cfg.LeaseTTL) // at its deadline, not before
 			}
+			if c.reason == reasonLeadReturned {
+				s.refusedStale(0, tok) // what makes the listener return
+			}
 			s.stepDown(0, tok, c.reason)
 			s.adv(time.Millisecond)
 			c.after(s, tok)
@@ -62,6 +65,7 @@ func TestStepDown(t *testing.T) {
 func TestStepDownKillRace(t *testing.T) {
 	s := newSim(simConfig{Seed: 1})
 	tok := s.acquire(0)
+	s.refusedStale(0, tok)
 	id := s.injectFault("kill", "n1")
 	s.stepDown(0, tok, reasonLeadReturned)
 	s.adv(time.Second)
@@ -387,5 +391,42 @@ func TestStepDownAfterRefusal(t *testing.T) {
 	cr := checkOnly(t, s.end(), CheckStepDown)
 	if cr.Stats["refused"] != 0 {
 		t.Errorf("judged %d refusals answered after the step-down, want 0", cr.Stats["refused"])
+	}
+}
+
+// The listener's work returns only when the fence refuses a commit of its term as stale
+// (listener.Run retries every other failure). A listener that gives up at a failed load
+// (Run's ctx test negated, a mutant) returns with no such refusal; so does one refused
+// under another term.
+func TestStepDownWorkReturned(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		before func(s *sim, tok int64)
+		want   Verdict
+	}{
+		{"after a commit refused as stale", func(s *sim, tok int64) { s.refusedStale(0, tok) }, Valid},
+		{"after a failed load", func(s *sim, tok int64) {
+			i := s.invoke(0, history.KindLoad, history.Event{})
+			s.adv(time.Millisecond)
+			s.complete(i, history.Info, history.Event{Error: "i/o timeout"})
+		}, Invalid},
+		{"after a commit of another term refused", func(s *sim, tok int64) { s.refusedStale(0, tok-1) }, Invalid},
+		{"after another node's commit refused", func(s *sim, tok int64) { s.refusedStale(1, tok) }, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.adv(100 * time.Millisecond)
+			c.before(s, tok)
+			s.stepDown(0, tok, reasonLeadReturned)
+			s.adv(time.Millisecond)
+			s.release(0, tok)
+			s.adv(time.Millisecond)
+			cr := checkOnly(t, s.end(), CheckStepDown)
+			wantCheck(t, cr, c.want, "no commit of that term had been refused as stale")
+			if cr.Stats["work_returned"] != 1 {
+				t.Errorf("judged %d step-downs for lead-returned, want 1", cr.Stats["work_returned"])
+			}
+		})
 	}
 }
