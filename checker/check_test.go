@@ -544,3 +544,35 @@ func TestAuditSnapshotAbsenceProvesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A commit answered outside the fence's protocol (a mutant of the commit reply's parser
+// read an Eval body's four elements as malformed) is a violation of audit-consistency,
+// with or without the final store read; a commit whose reply was lost is not.
+func TestMalformedStoreReply(t *testing.T) {
+	for _, c := range []struct {
+		err   string
+		store bool
+		want  Verdict
+	}{
+		{history.ErrMalformedReply + ": listener: commit n1-7: listener: outcome unknown: listener: unexpected reply from the fence's script: [ok 5 1 x]", true, Invalid},
+		{history.ErrMalformedReply + ": listener: commit n1-7: listener: outcome unknown: listener: unexpected reply from the fence's script: [ok 5 1 x]", false, Invalid},
+		{"i/o timeout", true, Valid},
+	} {
+		s := newSim(simConfig{Seed: 1})
+		s.token = s.acquire(0)
+		s.cursor, _ = s.load(0)
+		s.some(3)
+		i := s.commitInvoke(0, s.token, s.cursor)
+		s.adv(s.lat())
+		s.apply(i) // the script ran
+		s.adv(s.lat())
+		s.complete(i, history.Info, history.Event{Error: c.err})
+		s.cursor, _ = s.load(0)
+		run := s.end()
+		if !c.store {
+			run.Store = nil
+		}
+		cr := checkOnly(t, run, CheckAudit)
+		wantCheck(t, cr, c.want, "answered outside the fence's protocol")
+	}
+}

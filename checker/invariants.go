@@ -508,15 +508,32 @@ func progress(p *parsed, opts Options) CheckResult {
 	return cr
 }
 
-// auditConsistency: the nodes' records of their commits agree with the audit stream.
+// auditBadMessage says how many of the audit check's n findings are contradictions with
+// the audit stream and how many replies outside the protocol.
+func auditBadMessage(n, malformed int) string {
+	if malformed == 0 {
+		return fmt.Sprintf("%d contradictions between the histories and the audit stream", n)
+	}
+	return fmt.Sprintf("%d contradictions between the histories and the audit stream, and %d store replies outside the fence's protocol", n-malformed, malformed)
+}
+
+// auditConsistency: the nodes' records of their commits agree with the audit stream,
+// and every answer of the store was one its protocol allows.
 func auditConsistency(p *parsed, opts Options) CheckResult {
 	cr := CheckResult{Name: CheckAudit, Verdict: Valid}
 	st := p.run.Store
 	if st == nil {
+		if len(p.storeMalformed) > 0 {
+			// No audit is needed to see a reply no correct store gives.
+			cr.Verdict = Invalid
+			cr.Message = fmt.Sprintf("%d store replies outside the fence's protocol (no final store read, so no audit stream)", len(p.storeMalformed))
+			cr.setOffending(slices.Clone(p.storeMalformed), maxOffending, p.runEnd())
+			return cr
+		}
 		cr.Verdict, cr.Message = Unknown, "no final store read, so no audit stream"
 		return cr
 	}
-	bad := slices.Clone(p.auditIssues)
+	bad := append(slices.Clone(p.auditIssues), p.storeMalformed...)
 	if p.auditComplete {
 		// The record holds the last accepted commit's cursor and the last accepted token,
 		// a write's (one whose body failed included: its token stands) or a commit's.
@@ -539,13 +556,13 @@ func auditConsistency(p *parsed, opts Options) CheckResult {
 	case len(bad) > 0 && p.volatile:
 		// The missing commits are explained by the truncation: listed, not timed.
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d contradictions between the histories and the audit stream", len(bad))
+		cr.Message = auditBadMessage(len(bad), len(p.storeMalformed))
 		byTime(missing)
 		cr.setOffending(bad, len(bad)+len(missing), p.runEnd())
 		cr.Offending = capList(append(cr.Offending, texts(missing, len(missing))...), maxOffending)
 	case len(bad) > 0:
 		cr.Verdict = Invalid
-		cr.Message = fmt.Sprintf("%d contradictions between the histories and the audit stream", len(bad))
+		cr.Message = auditBadMessage(len(bad), len(p.storeMalformed))
 		cr.setOffending(append(bad, missing...), maxOffending, p.runEnd())
 	case len(missing) > 0 && p.volatile:
 		cr.Verdict = Unknown

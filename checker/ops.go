@@ -113,7 +113,10 @@ type parsed struct {
 	auditComplete bool
 	volatile      bool      // a Redis restart without persistence happened
 	auditIssues   []finding // contradictions between the histories and the audit
-	auditMissing  []finding // acknowledged commits missing from the audit
+	// storeMalformed are the store operations answered outside the fence's protocol
+	// (history.ErrMalformedReply): the store's side broke it, whatever the audit says.
+	storeMalformed []finding
+	auditMissing   []finding // acknowledged commits missing from the audit
 
 	byRet          []int32          // see okByRet
 	byRetOnce      sync.Once        // makes byRet
@@ -285,6 +288,10 @@ func parse(run *history.Run) (*parsed, error) {
 			}
 		case history.Info:
 			o.out = outUnknown
+			if strings.HasPrefix(e.Error, history.ErrMalformedReply) {
+				p.storeMalformed = append(p.storeMalformed, finding{e.Time, fmt.Sprintf("%s's %s %s at %s was answered outside the fence's protocol (%s)",
+					e.Node, e.Kind, e.ID, p.t(e.Time), e.Error)})
+			}
 			o.ret = never // the outcome may lie anywhere in the future
 		}
 	}

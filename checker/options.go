@@ -29,7 +29,8 @@ const (
 	// CheckProgress checks that a commit is accepted soon after the final heal.
 	CheckProgress = "progress"
 	// CheckAudit checks that the nodes' records of their commits agree with the store's
-	// audit stream.
+	// audit stream, and that no store operation was answered outside the fence's
+	// protocol (history.ErrMalformedReply).
 	CheckAudit = "audit-consistency"
 	// CheckLeadershipOverlap measures the intervals in which two nodes each believed
 	// they led. It is always Valid: it informs, it does not judge.

@@ -60,9 +60,9 @@ const (
 	// ErrNotPresent: an acquire refused because the node's own presence was not yet
 	// visible in Redis, which only an election with takeover on disconnect asks for.
 	ErrNotPresent = "not-present"
-	// ErrMalformedReply begins the error of an info election operation whose server
-	// answered, but not as the protocol allows (a reply of the wrong shape, a token that
-	// is not an integer): no fault makes that, a bug of the server's side does.
+	// ErrMalformedReply begins the error of an info election or store operation whose
+	// server answered, but not as the protocol allows (a reply of the wrong shape, a
+	// token that is not an integer): no fault makes that, a bug of the server's side does.
 	ErrMalformedReply = "malformed-reply"
 )
 

@@ -18,6 +18,11 @@ var (
 	// (timeout, lost connection, unexpected reply): the commit may have been applied. Its
 	// operation id (in the error text) can be looked up in the store's audit.
 	ErrOutcomeUnknown = errors.New("listener: outcome unknown")
+	// ErrUnexpectedReply: the store answered a fenced request, but not as its script's
+	// protocol allows. It comes wrapped with ErrOutcomeUnknown (the script ran, and may
+	// have written); no fault of the network or of Redis makes it, a bug of the
+	// script's side does.
+	ErrUnexpectedReply = errors.New("listener: unexpected reply from the fence's script")
 	// ErrInvalidBatch: Commit was called with a batch it cannot send (empty, positions
 	// not strictly increasing after from, effects the store cannot apply), or a fenced
 	// write with work it cannot send. Nothing was sent, unless it is a RejectedError's

@@ -253,7 +253,7 @@ type commitReply struct {
 // parseCommitReply reads the script's {result, cursor, token[, value]}.
 func parseCommitReply(reply []any) (r commitReply, err error) {
 	if len(reply) != 3 && len(reply) != 4 {
-		return r, fmt.Errorf("%w: %v", errUnexpectedReply, reply)
+		return r, fmt.Errorf("%w: %v", ErrUnexpectedReply, reply)
 	}
 	var ok bool
 	r.result, ok = reply[0].(string)
@@ -261,15 +261,15 @@ func parseCommitReply(reply []any) (r commitReply, err error) {
 	case OutcomeOK, OutcomeStaleToken, OutcomeCursorConflict, OutcomeBadArgument, OutcomeBodyError:
 	default:
 		if !ok {
-			return r, fmt.Errorf("%w: %v", errUnexpectedReply, reply)
+			return r, fmt.Errorf("%w: %v", ErrUnexpectedReply, reply)
 		}
-		return r, fmt.Errorf("%w: result %q", errUnexpectedReply, r.result)
+		return r, fmt.Errorf("%w: result %q", ErrUnexpectedReply, r.result)
 	}
 	if r.cursor, err = parseOptInt(reply[1]); err != nil {
-		return r, fmt.Errorf("%w: cursor: %w", errUnexpectedReply, err)
+		return r, fmt.Errorf("%w: cursor: %w", ErrUnexpectedReply, err)
 	}
 	if r.token, err = parseOptInt(reply[2]); err != nil {
-		return r, fmt.Errorf("%w: token: %w", errUnexpectedReply, err)
+		return r, fmt.Errorf("%w: token: %w", ErrUnexpectedReply, err)
 	}
 	if len(reply) == 4 {
 		r.value = reply[3]

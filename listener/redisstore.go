@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -129,8 +128,6 @@ func (s *RedisStore[E]) Commit(ctx context.Context, token, from int64, batch []E
 }
 
 func exact(n int64) bool { return n >= -MaxExactInt && n <= MaxExactInt }
-
-var errUnexpectedReply = errors.New("unexpected reply from commit script")
 
 // parseOptInt parses a Redis reply value that is an integer, its decimal string, or nil
 // (a missing field: 0).

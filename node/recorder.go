@@ -117,6 +117,9 @@ func (r storeRecorder) Invoke(op listener.Op) func(listener.Result) {
 			ev.Type = history.Info
 			if res.Err != nil {
 				ev.Error = res.Err.Error()
+				if errors.Is(res.Err, listener.ErrUnexpectedReply) {
+					ev.Error = history.ErrMalformedReply + ": " + ev.Error
+				}
 			}
 		default:
 			ev.Type, ev.Error = history.Fail, string(res.Outcome)

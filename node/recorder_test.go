@@ -14,7 +14,8 @@ import (
 )
 
 // The store's requests become history events as docs/history.md says: an invoke, then
-// ok (a load with what it read), fail with the rejection as the error, or info.
+// ok (a load with what it read), fail with the rejection as the error, or info (marked
+// malformed-reply for an answer outside the fence's protocol).
 func TestStoreRecorder(t *testing.T) {
 	var buf bytes.Buffer
 	r := storeRecorder{rec: history.NewRecorder(&buf), node: "n1"}
@@ -31,6 +32,9 @@ func TestStoreRecorder(t *testing.T) {
 	r.Invoke(write)(listener.Result{Outcome: listener.OutcomeBodyError})
 	write.ID = "n1/b/7"
 	r.Invoke(write)(listener.Result{Outcome: listener.OutcomeStaleToken})
+	commit.ID = "n1/b/8"
+	malformed := fmt.Errorf("%w: %w: [ok 6 3 x]", listener.ErrOutcomeUnknown, listener.ErrUnexpectedReply)
+	r.Invoke(commit)(listener.Result{Outcome: listener.OutcomeUnknown, Err: malformed})
 	evs, err := history.Read(&buf, "history")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +55,10 @@ func TestStoreRecorder(t *testing.T) {
 		{ID: "n1/b/6", Type: history.OK, Kind: history.KindWrite, Node: "n1", Token: 5, Error: history.ErrBodyFailed},
 		{ID: "n1/b/7", Type: history.Invoke, Kind: history.KindWrite, Node: "n1", Token: 5},
 		{ID: "n1/b/7", Type: history.Fail, Kind: history.KindWrite, Node: "n1", Token: 5, Error: history.ErrStaleToken},
+		// A reply outside the fence's protocol is marked, for audit-consistency.
+		{ID: "n1/b/8", Type: history.Invoke, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2},
+		{ID: "n1/b/8", Type: history.Info, Kind: history.KindCommit, Node: "n1", Token: 3, From: 4, To: 6, Events: 2,
+			Error: history.ErrMalformedReply + ": " + malformed.Error()},
 	}
 	if len(evs) != len(want) {
 		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
