@@ -579,7 +579,10 @@ func (r *runner) storeSoFar(ctx context.Context) *history.Store {
 }
 
 // waitProgress waits until some node reports two commits it did not report when the
-// wait began.
+// wait began and, where the store can vouch for them (storeCursor), the store's cursor
+// has moved since then too: a node's count says what it believes it committed, not what
+// the store accepted. (A fence that answered "committed" without sending anything made
+// the counts grow while the store stood still, and the recovery phase end at once.)
 func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -589,21 +592,68 @@ func (r *runner) waitProgress(ctx context.Context, timeout time.Duration) error 
 			base[id] = st.Commits
 		}
 	}
+	cursor, closeStore := r.storeCursor(ctx)
+	defer closeStore()
+	from, read := int64(0), false
+	if cursor != nil {
+		from, read = cursor(ctx)
+	}
+	counted := false
 	for {
 		for _, id := range r.c.Nodes() {
 			// Two commits, not one: the first may have been sent before the heal (the
 			// progress check counts only commits invoked after it); a node's commits are
 			// sequential, so its second one was sent after base was read.
+			if counted {
+				break
+			}
 			if st, err := r.c.NodeStatus(ctx, id); err == nil && st.Commits > base[id]+1 {
+				counted = true
+			}
+		}
+		if counted && cursor == nil {
+			return nil
+		}
+		if counted {
+			if !read {
+				// Unread at the start (a transient error): from here on, then.
+				from, read = cursor(ctx)
+			} else if now, ok := cursor(ctx); ok && now > from {
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
+			if counted {
+				return fmt.Errorf("%w (the nodes reported commits within %v, but the store's cursor stayed at %d)", ErrNoProgress, timeout, from)
+			}
 			return fmt.Errorf("%w (none within %v)", ErrNoProgress, timeout)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// storeCursor returns a reader of the store's cursor in Redis, bypassing every proxy,
+// and what closes it, for a run whose progress the cursor measures: fenceline's own node,
+// design and Redis store in the listener workload, whose leader moves the cursor with
+// every commit. Otherwise (another design, node program, store or workload, whose
+// commits may keep the cursor elsewhere or not move it) the reader is nil.
+func (r *runner) storeCursor(ctx context.Context) (func(context.Context) (int64, bool), func()) {
+	n := r.cfg.Node
+	if (n.Variant != "" && n.Variant != node.Reference) || n.Target != "" || n.Cmd != "" || n.Store != "" || (n.Workload != "" && n.Workload != "listener") {
+		return nil, func() {}
+	}
+	addr, err := r.storeAddr(ctx)
+	if err != nil {
+		return nil, func() {}
+	}
+	c := election.NewClient(addr)
+	return func(ctx context.Context) (int64, bool) {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		cur, _, err := finalread.ReadCursorRecord(rctx, c, n.Election)
+		return cur, err == nil
+	}, func() { c.Close() }
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
