@@ -87,12 +87,7 @@ func stepDownCheck(p *parsed) CheckResult {
 	for _, e := range p.el {
 		byNode[e.node] = append(byNode[e.node], e)
 	}
-	kills := map[string][]fault{} // each node's kills
-	for _, f := range p.faults {
-		if !f.failed && nodeKill(f.kind) {
-			kills[f.node] = append(kills[f.node], f)
-		}
-	}
+	kills := p.faultsByNode(func(f *fault) bool { return !f.failed && nodeKill(f.kind) })
 	// A kill is recorded just before it is sent: one recorded an instant before the
 	// step-down still ended the process before its release, and its heal (the restart)
 	// came after.
@@ -217,15 +212,8 @@ func expiries(p *parsed) (judged int, early, late []finding) {
 		return 0, nil, nil
 	}
 	margin := int64(ttl / driftDivisor)
-	clocked, paused := map[string][]fault{}, map[string][]fault{}
-	for _, f := range p.faults {
-		switch f.kind {
-		case "clock":
-			clocked[f.node] = append(clocked[f.node], f)
-		case "pause":
-			paused[f.node] = append(paused[f.node], f)
-		}
-	}
+	clocked := p.faultsByNode(func(f *fault) bool { return f.kind == "clock" })
+	paused := p.faultsByNode(func(f *fault) bool { return f.kind == "pause" })
 	for _, sd := range p.stepDowns {
 		if sd.reason != reasonLeaseExpired || sd.token <= 0 {
 			continue
@@ -333,12 +321,7 @@ func refusals(p *parsed) (judged int, bad []finding) {
 	if ttl <= 0 {
 		return 0, nil
 	}
-	paused := map[string][]fault{}
-	for _, f := range p.faults {
-		if f.kind == "pause" {
-			paused[f.node] = append(paused[f.node], f)
-		}
-	}
+	paused := p.faultsByNode(func(f *fault) bool { return f.kind == "pause" })
 	for _, r := range p.el {
 		if r.kind != history.KindRenew || !r.notHeld {
 			continue
@@ -401,4 +384,16 @@ func workReturns(p *parsed) (judged int, bad []finding) {
 			p.nodes[sd.node], sd.token, p.t(sd.time))})
 	}
 	return judged, bad
+}
+
+// faultsByNode groups the run's faults that keep holds by the node each hit, in the order
+// of their injections.
+func (p *parsed) faultsByNode(keep func(f *fault) bool) map[string][]fault {
+	by := map[string][]fault{}
+	for i := range p.faults {
+		if f := &p.faults[i]; keep(f) {
+			by[f.node] = append(by[f.node], *f)
+		}
+	}
+	return by
 }
