@@ -52,12 +52,13 @@ func explainsOverlap(f *fault, node string) bool {
 
 // closesPresence reports whether fault f closes the connection on which node's presence
 // lives (election.Config.TakeoverOnDisconnect), so that a standby may take the lease
-// from node while it lives: a reset of node's own link, or a Redis fault that ends or
-// moves every client's connection (a restart, a failover, a switchover: the new primary
-// has none of the old one's subscriptions). A kill or stop ends node's term itself.
+// from node while it lives: a reset of node's own link, a denial of its presence
+// channel, or a Redis fault that ends or moves every client's connection (a restart, a
+// failover, a switchover: the new primary has none of the old one's subscriptions). A
+// kill or stop ends node's term itself.
 func closesPresence(f *fault, node string) bool {
 	switch f.kind {
-	case "partition-reset":
+	case "partition-reset", "presence-loss":
 		return f.node == node
 	case "redis-restart", "redis-restart-volatile", "redis-failover", "redis-switchover", "replication-delay":
 		return true

@@ -339,7 +339,7 @@ func takeoverRun(t *testing.T, fault, from string) *Result {
 // only when a fault really closed the old leader's connection, and only for the term it
 // took over. The fence still has to hold.
 func TestTakeoverOverlap(t *testing.T) {
-	for _, fault := range []string{"partition-reset", "redis-restart", "redis-failover"} {
+	for _, fault := range []string{"partition-reset", "presence-loss", "redis-restart", "redis-failover"} {
 		res := takeoverRun(t, fault, "n1:1")
 		if c := res.Check(CheckLeaseExclusion); c.Verdict != Valid || c.Stats["took_over"] != 1 {
 			t.Errorf("a takeover under %s: %+v, want valid, one takeover", fault, c)
@@ -354,6 +354,7 @@ func TestTakeoverOverlap(t *testing.T) {
 		{"delay", "n1:1", "a delay keeps the connection open"},
 		{"partition-reset", "n1:7", "the takeover names another term"},
 		{"partition-reset", "n3:1", "the takeover names another node"},
+		{"presence-loss", "n3:1", "the takeover names another node"},
 	} {
 		if c := takeoverRun(t, tc.fault, tc.from).Check(CheckLeaseExclusion); c.Verdict != Invalid {
 			t.Errorf("a takeover of %s under %q (%s): %+v, want invalid", tc.from, tc.fault, tc.why, c)

@@ -39,6 +39,12 @@ const (
 	FPLoadRace       = "fp-load-race"        // the leader's commit delayed past the lease; its successor stalls between its load and its first commit
 	FPTakeoverRace   = "fp-takeover-race"    // the leader killed; every standby stalls between seeing it gone and taking over (takeover on disconnect)
 
+	// The fault of a run whose nodes take over on disconnect: the node's presence
+	// channel denied to subscribers (an ACL on Redis's channels) while the node lives and
+	// reaches Redis on its other connections; a standby takes its lease over, and its next
+	// renewal is refused.
+	PresenceLoss = "presence-loss"
+
 	// The fault of a run whose nodes lock on several Redis servers of their own
 	// (variants.RedlockMajority): the leader cut off from one server until its lock there
 	// runs out, then its links slowed and another server restarted without persistence.
@@ -134,9 +140,10 @@ func CheckEtcd(kinds []string, etcd bool) error {
 // Known returns every fault kind. The slice is new at each call. The failpoint faults
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
 // `failpoint`) to add them. Nor are the replicated faults (see AllFor), nor
-// RedlockRestart, which only a run of variants.RedlockMajority can have.
+// RedlockRestart, which only a run of variants.RedlockMajority can have, nor
+// PresenceLoss, which only a run with takeover on disconnect can tell from nothing.
 func Known() []string {
-	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
+	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart, PresenceLoss), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

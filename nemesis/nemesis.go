@@ -112,6 +112,8 @@ func ByKind(kind string) (Fault, error) {
 		return failpointFault{kind: kind}, nil
 	case faults.RedlockRestart:
 		return redlockFault{}, nil
+	case faults.PresenceLoss:
+		return &presenceFault{}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil
 	case faults.RedisIsolatePrimary:

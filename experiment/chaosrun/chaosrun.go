@@ -143,6 +143,11 @@ func (s *Spec) Prepare() error {
 	if slices.Contains(s.Nemeses, faults.RedlockRestart) && s.redlockServers() == 0 {
 		return fmt.Errorf("--nemesis %s: only --variant %s locks on Redlock servers", faults.RedlockRestart, variants.RedlockMajority)
 	}
+	if slices.Contains(s.Nemeses, faults.PresenceLoss) && (!s.Takeover || s.Redis.Replicated()) {
+		// Without the option no node keeps a presence to lose; with replicas it lives on
+		// a primary the fault does not act on.
+		return fmt.Errorf("--nemesis %s: only nodes with --takeover-on-disconnect keep a presence, on a single Redis", faults.PresenceLoss)
+	}
 	if s.NodeCmd != "" && s.Redis.Replicated() {
 		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel or a cluster's slots here", s.Redis.Topology)
 	}
@@ -322,6 +327,12 @@ func (s Spec) noProbe() string {
 //     disconnect (not in a default run): the leader killed and every standby stalled
 //     between seeing it gone and taking over, so that the second taker's script finds
 //     the first's lock, which it must leave alone;
+//   - presence-loss, which probeKinds adds to a reset when the nodes take over on
+//     disconnect: the leader's presence denied while it lives and reaches Redis, so that
+//     a standby takes over a live leader, whose next renewal is refused and must end its
+//     term; and, as a follower without presence, its acquires are refused as not
+//     present (a reset takes the presence with every other connection, and a quiet
+//     subscription outlives it: no random fault makes either history);
 //   - a fault that can make a stale leader: a forward clock jump on each of the first
 //     three nodes in turn (the leader's only makes it step down early): on a standby, a
 //     node that judges the holder's lease by its own clock (the Redlock critique) takes a
@@ -383,6 +394,11 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	if slices.Contains(kinds, faults.FPTakeoverRace) {
 		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
+	if slices.Contains(kinds, faults.PresenceLoss) {
+		// A lease: a standby takes over at its next poll, the node's renewal (a third of
+		// a lease apart) is refused, and its acquires as a follower are too.
+		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease})
+	}
 	if slices.Contains(kinds, faults.FPLateRenew) {
 		// Named only (not in `all`): a renewal held past the lease goes out once the lock
 		// is another's, and must be refused.
@@ -416,7 +432,8 @@ func (s Spec) redlockServers() int {
 
 // probeKinds are the fault kinds WithStaleLeaderProbes opens the run for: its faults, and
 // with Redlock servers their restart, when its faults restart Redis (`--nemesis all`),
-// and with takeover on disconnect fp-takeover-race, when its faults kill a node.
+// and with takeover on disconnect fp-takeover-race, when its faults kill a node, and
+// presence-loss, when they reset a node's connections.
 func (s Spec) probeKinds() []string {
 	kinds := s.Nemeses
 	if s.redlockServers() > 0 && slices.Contains(kinds, faults.RedisRestart) && !slices.Contains(kinds, faults.RedlockRestart) {
@@ -424,6 +441,9 @@ func (s Spec) probeKinds() []string {
 	}
 	if s.Takeover && slices.Contains(kinds, faults.Kill) && !slices.Contains(kinds, faults.FPTakeoverRace) {
 		kinds = append(slices.Clone(kinds), faults.FPTakeoverRace)
+	}
+	if s.Takeover && slices.Contains(kinds, faults.PartitionReset) && !slices.Contains(kinds, faults.PresenceLoss) {
+		kinds = append(slices.Clone(kinds), faults.PresenceLoss)
 	}
 	return kinds
 }

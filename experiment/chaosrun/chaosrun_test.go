@@ -165,8 +165,8 @@ func TestStaleLeaderProbes(t *testing.T) {
 }
 
 // A run whose nodes take over on disconnect gets fp-takeover-race when its faults kill a
-// node, after the other probes (before the clock jumps), and a kills-only run gets it
-// alone; no other run gets it.
+// node, after the other probes (before presence-loss and the clock jumps), and a
+// kills-only run gets it alone; no other run gets it.
 func TestTakeoverRaceProbe(t *testing.T) {
 	for _, c := range []struct {
 		s    Spec
@@ -192,13 +192,36 @@ func TestTakeoverRaceProbe(t *testing.T) {
 	for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, Spec{Takeover: true, Nemeses: faults.All()}.probeKinds())[:10] {
 		kinds = append(kinds, p.Kind)
 	}
-	want := []string{faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.FPTakeoverRace, faults.Clock, faults.Clock, faults.Clock}
+	want := []string{faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.FPTakeoverRace, faults.PresenceLoss, faults.Clock, faults.Clock}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("probes %v, want %v", kinds, want)
 	}
 	got := WithStaleLeaderProbes(steps, 2*time.Second, 3, []string{faults.Kill, faults.FPTakeoverRace})
 	if len(got) != len(steps)+1 || got[0].Kind != faults.FPTakeoverRace || !got[0].Aim.Leader {
 		t.Errorf("kills with takeover: first step %+v of %d", got[0], len(got))
+	}
+}
+
+// A run whose nodes take over on disconnect gets presence-loss, aimed at the leader, when
+// its faults reset a node's connections; no other run gets it.
+func TestPresenceLossProbe(t *testing.T) {
+	for _, c := range []struct {
+		s    Spec
+		want bool
+	}{
+		{Spec{Takeover: true, Nemeses: faults.All()}, true},
+		{Spec{Takeover: true, Nemeses: []string{faults.PartitionReset}}, true},
+		{Spec{Nemeses: faults.All()}, false},
+		{Spec{Takeover: true, Nemeses: []string{faults.Kill}}, false},
+	} {
+		if got := slices.Contains(c.s.probeKinds(), faults.PresenceLoss); got != c.want {
+			t.Errorf("takeover %v, faults %v: presence-loss %v, want %v", c.s.Takeover, c.s.Nemeses, got, c.want)
+		}
+	}
+	steps := WithStaleLeaderProbes(nil, 2*time.Second, 3, Spec{Takeover: true, Nemeses: []string{faults.PartitionReset}}.probeKinds())
+	i := slices.IndexFunc(steps, func(s nemesis.Step) bool { return s.Kind == faults.PresenceLoss })
+	if i < 0 || !steps[i].Aim.Leader || steps[i].Params.Hold != 2*time.Second {
+		t.Errorf("resets with takeover: probes %+v, want presence-loss on the leader for a lease", steps)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/faults"
 
 	"github.com/fenceline/fenceline/history"
@@ -117,5 +118,27 @@ func TestRedlockRestartNeedsTheVariant(t *testing.T) {
 		Nemeses: []string{faults.RedlockRestart}, Workload: workloads.Workload{Name: "listener", SourceRate: 400, Batch: 20}}
 	if err := s.Prepare(); err == nil || !strings.Contains(err.Error(), "only --variant redlock-majority") {
 		t.Errorf("redlock-restart for the reference: %v", err)
+	}
+}
+
+// presence-loss acts on the presence that only --takeover-on-disconnect keeps: named for
+// another run, or on replicas, it is a usage error before anything starts.
+func TestPresenceLossNeedsTakeover(t *testing.T) {
+	for _, tc := range []struct {
+		takeover bool
+		topology string
+		ok       bool
+	}{
+		{false, "", false},
+		{true, backend.TopologySentinel, false},
+		{true, "", true},
+	} {
+		s := Spec{Nodes: 3, Duration: time.Second, LeaseTTL: 2 * time.Second, Variant: "reference", Takeover: tc.takeover,
+			Redis: backend.RedisSpec{Topology: tc.topology}, Backend: "local",
+			Nemeses: []string{faults.PresenceLoss}, Workload: workloads.Workload{Name: "listener", SourceRate: 400, Batch: 20}}
+		err := s.Prepare()
+		if refused := err != nil && strings.Contains(err.Error(), "--nemesis presence-loss"); refused == tc.ok {
+			t.Errorf("presence-loss, takeover %v, topology %q: %v", tc.takeover, tc.topology, err)
+		}
 	}
 }

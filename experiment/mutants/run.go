@@ -605,7 +605,18 @@ func failedTests(output []byte) string {
 //     whoever holds the lock answers it as granted, which lease-grant judges; without the
 //     probe only an aimed pause at a renewal made that history, in some runs and not in
 //     others.
-const TakeoverSecond = "takeover on disconnect, the mixed schedule and a late renewal"
+//   - A presence lost (faults.PresenceLoss, a probe of a run with takeover on
+//     disconnect): the leader lives and reaches Redis without its presence, a standby
+//     takes over, and its next renewal is refused; as a follower its acquires are refused
+//     as not present. No other run refuses a live leader's renewal, or answers an acquire
+//     so.
+//   - TakeoverExtra more time than the default run: these probes follow the default
+//     run's, which fill its first minute.
+const TakeoverSecond = "takeover on disconnect, the mixed schedule, a late renewal and a presence lost"
+
+// TakeoverExtra is how much longer than the default run the TakeoverSecond run's chaos
+// phase is, so that its probes end within it.
+const TakeoverExtra = 15 * time.Second
 
 // RegisterThird says what the third run of a survivor of the listener's code (the commit
 // script, listener.Run, the fence's Go side) is, and why.
@@ -658,6 +669,7 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
 		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: st == stageTakeover}
 	if st == stageTakeover {
+		s.Duration += TakeoverExtra
 		s.Schedule = nemesis.ScheduleMixed
 		if !slices.Contains(kinds, faults.FPLateRenew) {
 			s.Nemeses = append(slices.Clone(kinds), faults.FPLateRenew)
