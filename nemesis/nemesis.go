@@ -113,7 +113,7 @@ func ByKind(kind string) (Fault, error) {
 	case faults.RedlockRestart:
 		return redlockFault{}, nil
 	case faults.PresenceLoss:
-		return &presenceFault{}, nil
+		return presenceFault{}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil
 	case faults.RedisIsolatePrimary:

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/election"
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/internal/failpoint"
 )
 
 // RedisAdmin is a cluster's one Redis, reached bypassing every proxy: what presence-loss
@@ -30,19 +31,18 @@ var ErrPresenceACL = errors.New("nemesis: presence-loss needs a Redis whose defa
 // connects again, Redis refuses its SUBSCRIBE (NOPERM), and go-redis keeps that connection
 // without subscribing again, ever: the node lives and reaches Redis on its other
 // connections, but has no presence. A standby then takes its lease over, and as its next
-// renewal is refused the node must step down.
+// renewal is refused the node must step down. Its next commit is held a lease, so that
+// the renewal's refusal comes before the fence's.
 //
-// The heal allows every channel again and closes the connections that a refused SUBSCRIBE
-// left unsubscribed (those seen at the injection, and any other whose last command was
-// that SUBSCRIBE), so that go-redis connects and subscribes again.
-type presenceFault struct {
-	stranded []string // ids of the connections left unsubscribed, seen at the injection
-}
+// The heal allows every channel again and closes the connections whose SUBSCRIBE to the
+// denied channel Redis refused, as its ACL LOG names them (their last command may be a
+// health check's PING by then), so that go-redis connects and subscribes again.
+type presenceFault struct{}
 
-func (*presenceFault) Kind() string     { return faults.PresenceLoss }
-func (*presenceFault) AimsAtNode() bool { return true }
+func (presenceFault) Kind() string     { return faults.PresenceLoss }
+func (presenceFault) AimsAtNode() bool { return true }
 
-func (f *presenceFault) Inject(ctx context.Context, c Backend, target string, _ Params) (string, error) {
+func (presenceFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	rc, err := adminClient(c)
 	if err != nil {
 		return "", err
@@ -55,34 +55,36 @@ func (f *presenceFault) Inject(ctx context.Context, c Backend, target string, _ 
 	if aclField(user, "channels") != "&*" {
 		return "", fmt.Errorf("%w (ACL GETUSER default: %v)", ErrPresenceACL, user)
 	}
-	// The release notices and every other node's presence stay allowed.
+	// The node's next commit is held a lease (in a failpoints build), so that the refusal
+	// of its next renewal, not the fence, tells it first that its term is over: the
+	// listener commits every few milliseconds, a renewal comes every third of a lease.
+	held := "; its next commit held " + p.LeaseTTL.String()
+	if err := c.ArmFailpoint(ctx, target, failpoint.ListenerBeforeCommit, fmt.Sprintf("sleep(%v)", p.LeaseTTL)); errors.Is(err, backend.ErrNoHook) {
+		held = ""
+	} else if err != nil {
+		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
+	}
+	// The release notices and every other node's presence stay allowed. The ACL LOG,
+	// emptied first, will name the connections whose SUBSCRIBE is refused.
 	args := []any{"ACL", "SETUSER", "default", "resetchannels", "&*:released"}
 	for _, id := range c.Nodes() {
 		if id != target {
 			args = append(args, "&*:presence:"+globEscape(id))
 		}
 	}
+	if err := rc.Do(ctx, "ACL", "LOG", "RESET").Err(); err != nil {
+		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
+	}
 	if err := rc.Do(ctx, args...).Err(); err != nil {
 		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
 	}
-	// Wait (bounded) for go-redis's refused SUBSCRIBE, to close that connection at the
-	// heal even if it has pinged since.
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && len(f.stranded) == 0; {
-		if f.stranded, err = strandedSubscribers(ctx, rc); err != nil {
-			return "", err
-		}
-		if len(f.stranded) == 0 {
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	return fmt.Sprintf("presence channel of %s denied to subscribers; %d connection(s) left unsubscribed", target, len(f.stranded)), nil
+	return fmt.Sprintf("presence channel of %s denied to subscribers%s", target, held), nil
 }
 
-func (f *presenceFault) Heal(ctx context.Context, c Backend, _ string) (string, error) {
+func (presenceFault) Heal(ctx context.Context, c Backend, target string) (string, error) {
+	if err := c.DisarmFailpoints(ctx, target); err != nil && !errors.Is(err, backend.ErrNoHook) {
+		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
+	}
 	rc, err := adminClient(c)
 	if err != nil {
 		return "", err
@@ -91,45 +93,48 @@ func (f *presenceFault) Heal(ctx context.Context, c Backend, _ string) (string, 
 	if err := rc.Do(ctx, "ACL", "SETUSER", "default", "allchannels").Err(); err != nil {
 		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
 	}
-	more, err := strandedSubscribers(ctx, rc)
+	ids, err := refusedSubscribers(ctx, rc, target)
 	if err != nil {
 		return "", err
 	}
 	closed := 0
-	for _, id := range append(f.stranded, more...) {
-		// A connection closed already (by the node, or listed twice) is no error.
-		if n, err := rc.Do(ctx, "CLIENT", "KILL", "ID", id).Int(); err == nil {
-			closed += n
-		} else if !strings.Contains(err.Error(), "No such client") {
+	for _, id := range ids {
+		n, err := rc.Do(ctx, "CLIENT", "KILL", "ID", id).Int()
+		if err != nil {
 			return "", fmt.Errorf("nemesis: presence-loss: CLIENT KILL ID %s: %w", id, err)
 		}
+		closed += n // 0: closed already
 	}
-	return fmt.Sprintf("every channel allowed; %d unsubscribed connection(s) closed", closed), nil
+	return fmt.Sprintf("every channel allowed; %d connection(s) whose SUBSCRIBE was refused closed", closed), nil
 }
 
-// strandedSubscribers lists the ids of the connections whose last command was a SUBSCRIBE
-// that left them subscribed to nothing: go-redis's after a refused one.
-func strandedSubscribers(ctx context.Context, rc *redis.Client) ([]string, error) {
-	list, err := rc.ClientList(ctx).Result()
+// refusedSubscribers returns the ids of the connections whose SUBSCRIBE to node's presence
+// channel Redis refused, from its ACL LOG: an entry's client-info is that of the latest
+// refusal it counts.
+func refusedSubscribers(ctx context.Context, rc *redis.Client, node string) ([]string, error) {
+	v, err := rc.Do(ctx, "ACL", "LOG").Result()
 	if err != nil {
-		return nil, fmt.Errorf("nemesis: presence-loss: CLIENT LIST: %w", err)
+		return nil, fmt.Errorf("nemesis: presence-loss: ACL LOG: %w", err)
 	}
+	entries, _ := v.([]any)
 	var ids []string
-	for _, line := range strings.Split(list, "\n") {
-		f := map[string]string{}
-		for _, kv := range strings.Fields(line) {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				f[k] = v
-			}
+	for _, e := range entries {
+		object, _ := aclField(e, "object").(string)
+		info, _ := aclField(e, "client-info").(string)
+		if aclField(e, "reason") != "channel" || !strings.HasSuffix(object, ":presence:"+node) {
+			continue
 		}
-		if f["cmd"] == "subscribe" && f["sub"] == "0" && f["psub"] == "0" {
-			ids = append(ids, f["id"])
+		for _, kv := range strings.Fields(info) {
+			if id, ok := strings.CutPrefix(kv, "id="); ok {
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids, nil
 }
 
-// aclField is a field of an ACL GETUSER reply: a map in RESP3, pairs in RESP2.
+// aclField is a field of an ACL GETUSER reply or ACL LOG entry: a map in RESP3, pairs in
+// RESP2.
 func aclField(reply any, name string) any {
 	switch r := reply.(type) {
 	case map[any]any:

@@ -31,7 +31,15 @@ func TestPresenceLoss(t *testing.T) {
 	for _, id := range c.Nodes() {
 		eventually(t, electTimeout, id+"'s presence visible", func() bool { return present(id) })
 	}
-	f := inject(t, c, faults.PresenceLoss, old, nemesis.Params{})
+	f, err := nemesis.ByKind(faults.PresenceLoss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	what, err := f.Inject(ctx, c, old, nemesis.Params{LeaseTTL: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("injected on %s: %s", old, what)
 	if present(old) {
 		t.Fatalf("%s's presence still visible after the injection", old)
 	}
@@ -51,7 +59,11 @@ func TestPresenceLoss(t *testing.T) {
 			t.Errorf("%s's presence gone, though the fault aimed at %s", id, old)
 		}
 	}
-	heal(t, c, f, old)
+	what, err = f.Heal(ctx, c, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("healed: %s", what)
 	eventually(t, electTimeout, old+"'s presence back after the heal", func() bool { return present(old) })
 	if id, tok2, ok := backend.Leader(ctx, c); !ok || tok2 < newTok || id == old && tok2 == tok {
 		t.Fatalf("after heal: leader %s token %d (ok %v), want the new term (>= %d)", id, tok2, ok, newTok)
