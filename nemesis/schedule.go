@@ -124,9 +124,9 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		case faults.RedisRestart, faults.RedisRestartVolatile:
 			s.Params.Hold = between(0.1, 0.5)
 		case faults.PresenceLoss:
-			// Long enough for a standby to take the lease over and the node's next
-			// renewal (a third of a lease apart) to be refused.
-			s.Params.Hold = between(1, 1.5)
+			// Longer than the node's held commit (a lease), in which a standby takes the
+			// lease over and the node's next renewal is refused: then its acquires.
+			s.Params.Hold = between(1.5, 2)
 		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)

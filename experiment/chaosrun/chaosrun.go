@@ -395,9 +395,10 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
 	}
 	if slices.Contains(kinds, faults.PresenceLoss) {
-		// A lease: a standby takes over at its next poll, the node's renewal (a third of
-		// a lease apart) is refused, and its acquires as a follower are too.
-		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease})
+		// A standby takes over at its next poll and the node's renewal (a third of a
+		// lease apart) is refused while its commit is held (a lease); the last half lease
+		// its acquires as a follower are refused as not present.
+		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease * 3 / 2})
 	}
 	if slices.Contains(kinds, faults.FPLateRenew) {
 		// Named only (not in `all`): a renewal held past the lease goes out once the lock

@@ -220,8 +220,8 @@ func TestPresenceLossProbe(t *testing.T) {
 	}
 	steps := WithStaleLeaderProbes(nil, 2*time.Second, 3, Spec{Takeover: true, Nemeses: []string{faults.PartitionReset}}.probeKinds())
 	i := slices.IndexFunc(steps, func(s nemesis.Step) bool { return s.Kind == faults.PresenceLoss })
-	if i < 0 || !steps[i].Aim.Leader || steps[i].Params.Hold != 2*time.Second {
-		t.Errorf("resets with takeover: probes %+v, want presence-loss on the leader for a lease", steps)
+	if i < 0 || !steps[i].Aim.Leader || steps[i].Params.Hold != 3*time.Second {
+		t.Errorf("resets with takeover: probes %+v, want presence-loss on the leader for 1.5 leases", steps)
 	}
 }
 
