@@ -252,23 +252,41 @@ func TestLeaderChangeAfterRedisStall(t *testing.T) {
 	if c := check(run); c.Verdict != Valid || c.Stats["changes"] != 1 || c.Stats["stalled"] != 1 {
 		t.Errorf("a self-handover after a stall of Redis that no node got an answer from: %+v, want valid, one stall", c)
 	}
-	// The same history without the standbys' unanswered requests: only the leader got
-	// no answer, which no outage of Redis explains.
-	drop := map[string]bool{}
-	for _, e := range run.Events.All() {
-		if e.Node != "n1" && e.Type == history.Info {
-			drop[e.ID] = true
+	// Without the standbys' unanswered requests, the leader's own store requests, stuck
+	// alongside its renewals, still show its path to Redis stalled (seen at load 38: a
+	// self-handover in a warm-up, its commits stuck 550 ms while the others were slow
+	// but answered).
+	without := func(drop func(e history.Event) bool) *history.Run {
+		ids := map[string]bool{} // an operation goes with its invoke and completion
+		for _, e := range run.Events.All() {
+			if drop(e) {
+				ids[e.ID] = true
+			}
 		}
-	}
-	var kept []history.Event
-	for _, e := range run.Events.All() {
-		if !drop[e.ID] {
-			kept = append(kept, e)
+		var kept []history.Event
+		for _, e := range run.Events.All() {
+			if !ids[e.ID] {
+				kept = append(kept, e)
+			}
 		}
+		r := *run
+		r.Events = history.Pack(kept)
+		return &r
 	}
-	alone := *run
-	alone.Events = history.Pack(kept)
-	if c := check(&alone); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "leadership passed from n1 (token 9999999999999999) to n1 (token 10000000000000000)") {
+	withStore := without(func(e history.Event) bool { return e.Node != "n1" && e.Type == history.Info })
+	if c := check(withStore); c.Verdict != Valid || c.Stats["stalled"] != 1 {
+		t.Errorf("the same change with the leader's store requests stuck beside its renewals: %+v, want valid, one stall", c)
+	}
+	// Without the leader's store requests from the stall on too: only its elector got no
+	// answer, which no outage of Redis, nor of the leader's path to it, explains.
+	stalled := func(t int64) bool { // from the stall to the step-down
+		return t >= run.Info.Start+int64(7950*time.Millisecond) && t < run.Info.Start+int64(9449*time.Millisecond)
+	}
+	alone := without(func(e history.Event) bool {
+		store := e.Kind == history.KindCommit || e.Kind == history.KindLoad
+		return (e.Node != "n1" && e.Type == history.Info) || (e.Node == "n1" && store && stalled(e.Time))
+	})
+	if c := check(alone); c.Verdict != Invalid || !strings.Contains(c.Offending[0], "leadership passed from n1 (token 9999999999999999) to n1 (token 10000000000000000)") {
 		t.Errorf("the same change with only the leader unanswered: %+v, want invalid", c)
 	}
 }
