@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenceline/fenceline/faults"
 	"github.com/fenceline/fenceline/history"
 )
 
@@ -37,6 +38,12 @@ import (
 // the nodes believed. And an acquire refused as held after the lock's last holder
 // released it (answered done), with no acquire that could have taken it between, was
 // refused by a lock that kept a released term (heldAfterRelease).
+//
+// With takeover on disconnect, the lock also answers for presence: while a presence-loss
+// fault surely denied a node its presence channel (history.Event.InEffectFrom), Redis
+// had no subscriber of it, so every acquire of that node sent and answered in between
+// must be refused as not present (presenceIgnored). One answered as won or as held let a
+// node without presence compete: a standby would take over its term at the next poll.
 //
 // lease-exclusion sees a twice-granted lock only when the older holder goes on
 // believing long enough; a fence rejects that holder's next write within a poll, often
@@ -213,12 +220,18 @@ func leaseGrant(p *parsed) CheckResult {
 	}
 	heldFree, heldBad := heldAfterRelease(p, losses, ttl)
 	bad = append(bad, heldBad...)
+	absent, presenceBad := presenceIgnored(p)
+	bad = append(bad, presenceBad...)
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(twice),
 		"late_releases_done": int64(lateReleases), "refusals": int64(refusals), "refused_in_lease": int64(refused),
-		"acquires_refused_after_release": int64(heldFree), "refused_free": int64(len(heldBad))}
+		"acquires_refused_after_release": int64(heldFree), "refused_free": int64(len(heldBad)),
+		"acquires_without_presence": int64(absent), "presence_ignored": int64(len(presenceBad))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis; %d renewals and releases refused, none while the lease was still the holder's (tolerance %v)", checked, refusals, tolerance)
+		if absent > 0 {
+			cr.Message += fmt.Sprintf("; %d acquires while the node's presence was denied, each refused as not present", absent)
+		}
 		return cr
 	}
 	cr.Verdict = Invalid
@@ -234,6 +247,9 @@ func leaseGrant(p *parsed) CheckResult {
 	}
 	if len(heldBad) > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d acquires refused after a release were refused while no term could hold the lock", len(heldBad), heldFree))
+	}
+	if len(presenceBad) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d acquires sent and answered while the node's presence was denied were not refused as not present", len(presenceBad), absent))
 	}
 	cr.Message = strings.Join(parts, "; ")
 	cr.setOffending(bad, 5, 0)
@@ -289,6 +305,39 @@ func heldAfterRelease(p *parsed, losses []*fault, ttl time.Duration) (int, []fin
 		bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
 			"%s's acquire (sent %s) was refused as held at %s, after %s's release of token %d had been answered as done at %s: the release deleted the lock, no acquire could have taken it between, and no Redis fault that loses data came between",
 			p.nodes[a.node], p.t(a.call), p.t(a.ret), p.nodes[r.node], r.token, p.t(r.ret))})
+	}
+	return judged, bad
+}
+
+// presenceIgnored judges the acquires (not an adoption, which renews the node's own lock)
+// that a node sent and got an answer to while a presence-loss fault surely denied it its
+// presence: each must be refused as not present. An answer of unknown outcome is not
+// judged. It returns how many it judged and the findings.
+func presenceIgnored(p *parsed) (int, []finding) {
+	judged := 0
+	var bad []finding
+	for i := range p.faults {
+		f := &p.faults[i]
+		if f.kind != faults.PresenceLoss || f.inEffectFrom == 0 {
+			continue
+		}
+		for _, a := range p.el {
+			if a.kind != history.KindAcquire || p.nodes[a.node] != f.node || a.call < f.inEffectFrom || a.ret > f.inEffectTo ||
+				a.typ == history.Info || p.evs.At(int(a.ev)).Token != 0 {
+				continue
+			}
+			judged++
+			if a.typ == history.Fail && !a.notHeld {
+				continue // not present
+			}
+			answer := "won, token " + strconv.FormatInt(a.token, 10)
+			if a.typ == history.Fail {
+				answer = "refused as held"
+			}
+			bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
+				"%s's acquire (sent %s) was answered at %s as %s, while its presence channel had no subscriber: presence-loss denied it from %s (seen in effect) to %s (heal begun)",
+				f.node, p.t(a.call), p.t(a.ret), answer, p.t(f.inEffectFrom), p.t(f.inEffectTo))})
+		}
 	}
 	return judged, bad
 }

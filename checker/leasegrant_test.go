@@ -2,6 +2,8 @@ package checker
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -332,5 +334,92 @@ func TestLeaseGrantAfterATakeover(t *testing.T) {
 			}
 			wantCheck(t, res.Check(CheckLeaseGrant), c.want, "the lease of token 2 was n2's")
 		})
+	}
+}
+
+// While presence-loss surely denied a node its presence (from its injection seeing the
+// subscription gone to its heal's start), the lock must refuse that node's acquires as
+// not present: an acquire script that skips or misreads the presence check answers them
+// as held (or won, with the lock free).
+func TestLeaseGrantPresenceDenied(t *testing.T) {
+	acquire := func(s *sim, typ history.Type, e history.Event) {
+		i := s.invoke(1, history.KindAcquire, history.Event{})
+		s.adv(time.Millisecond)
+		s.complete(i, typ, e)
+	}
+	notPresent := func(s *sim) { acquire(s, history.Fail, history.Event{Error: history.ErrNotPresent}) }
+	for _, c := range []struct {
+		name     string
+		inEffect bool // the fault's completion carries its in-effect interval
+		during   func(s *sim)
+		want     Verdict
+	}{
+		{"refused as not present", true, notPresent, Valid},
+		{"refused as held", true, func(s *sim) { acquire(s, history.Fail, history.Event{Error: history.ErrNotHeld}) }, Invalid},
+		{"won", true, func(s *sim) { acquire(s, history.OK, history.Event{Token: 99}) }, Invalid},
+		{"unknown outcome", true, func(s *sim) { acquire(s, history.Info, history.Event{Error: "timeout"}) }, Valid},
+		{"an adoption of its own lock", true, func(s *sim) {
+			i := s.invoke(1, history.KindAcquire, history.Event{Token: 5})
+			s.adv(time.Millisecond)
+			s.complete(i, history.OK, history.Event{Token: 5})
+		}, Valid},
+		{"no interval recorded", false, func(s *sim) { acquire(s, history.Fail, history.Event{Error: history.ErrNotHeld}) }, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			s.acquire(0)
+			s.adv(2 * s.cfg.LeaseTTL) // its lease over: a win is no second grant
+			id := s.injectFault("presence-loss", s.nodes[1])
+			s.adv(10 * time.Millisecond)
+			from := s.now
+			c.during(s)
+			// Sent before the interval began, answered as held: the fault may not have
+			// been in effect yet.
+			s.adv(time.Millisecond)
+			to := s.now
+			s.adv(10 * time.Millisecond)
+			s.healFault(id)
+			if c.inEffect {
+				heal := &s.faults[len(s.faults)-1]
+				heal.InEffectFrom, heal.InEffectTo = from, to
+			}
+			run := s.end()
+			run.Info.TakeoverOnDisconnect = true
+			cr := checkOnly(t, run, CheckLeaseGrant)
+			wantCheck(t, cr, c.want, "while its presence channel had no subscriber")
+			if c.want == Valid && cr.Verdict == Valid && c.inEffect && c.name == "refused as not present" && cr.Stats["acquires_without_presence"] != 1 {
+				t.Errorf("acquires_without_presence = %d, want 1", cr.Stats["acquires_without_presence"])
+			}
+		})
+	}
+	// An acquire sent before the fault was seen in effect is not judged.
+	s := newSim(simConfig{Seed: 1})
+	s.acquire(0)
+	id := s.injectFault("presence-loss", s.nodes[1])
+	acquire(s, history.Fail, history.Event{Error: history.ErrNotHeld})
+	from := s.now
+	s.adv(10 * time.Millisecond)
+	to := s.now
+	s.healFault(id)
+	s.faults[len(s.faults)-1].InEffectFrom, s.faults[len(s.faults)-1].InEffectTo = from, to
+	run := s.end()
+	run.Info.TakeoverOnDisconnect = true
+	if cr := checkOnly(t, run, CheckLeaseGrant); cr.Verdict != Valid {
+		t.Errorf("an acquire before the fault was in effect: %s: %s", cr.Verdict, cr.Message)
+	}
+}
+
+// An in-effect interval outside its fault's injection and heal is bad input.
+func TestFaultInEffectOutsideFault(t *testing.T) {
+	s := newSim(simConfig{Seed: 1})
+	s.acquire(0)
+	id := s.injectFault("presence-loss", s.nodes[1])
+	s.adv(10 * time.Millisecond)
+	s.healFault(id)
+	heal := &s.faults[len(s.faults)-1]
+	heal.InEffectFrom, heal.InEffectTo = heal.Time-int64(time.Millisecond), heal.Time+1
+	_, err := Check(context.Background(), s.end(), Options{Checks: []string{CheckLeaseGrant}})
+	if !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), "outside its injection") {
+		t.Fatalf("err = %v, want bad input about the interval", err)
 	}
 }

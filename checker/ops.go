@@ -90,6 +90,9 @@ type fault struct {
 	id, kind, node string
 	inject, heal   int64 // heal 0: never healed
 	failed         bool  // the injection was recorded as failed
+	// inEffectFrom..inEffectTo: when the fault was surely in effect throughout
+	// (history.Event.InEffectFrom); 0 when the harness did not know.
+	inEffectFrom, inEffectTo int64
 }
 
 // parsed is a run turned into operations.
@@ -353,6 +356,11 @@ func (p *parsed) parseFaults(evs []history.Event, where string) error {
 			f.failed = true
 		}
 		f.heal = e.Time
+		if e.InEffectFrom != 0 && (e.InEffectFrom < f.inject || e.InEffectTo > e.Time) {
+			return badf("fault %q (%s on %s): in effect from %s to %s, outside its injection at %s and heal at %s%s",
+				e.ID, e.Fault, e.Node, p.t(e.InEffectFrom), p.t(e.InEffectTo), p.t(f.inject), p.t(e.Time), p.where(e.ID))
+		}
+		f.inEffectFrom, f.inEffectTo = e.InEffectFrom, e.InEffectTo
 	}
 	return nil
 }

@@ -357,6 +357,7 @@ type runner struct {
 type openFault struct {
 	id, kind, target string
 	f                nemesis.Fault
+	inEffect         int64 // when a nemesis.Confirmer's Inject returned nil: its effect was in place; else 0
 }
 
 // chaos runs the schedule. Faults are sequential: each is healed before the next.
@@ -441,6 +442,9 @@ func (r *runner) inject(ctx context.Context, s nemesis.Step) error {
 	}
 	r.log.Info("fault-injected", slog.String("fault", s.Kind), slog.String("target", target), slog.String("what", what))
 	r.open = &openFault{id: id, kind: s.Kind, target: target, f: f}
+	if _, ok := f.(nemesis.Confirmer); ok && err == nil {
+		r.open.inEffect = r.faults.Now()
+	}
 	return err
 }
 
@@ -450,11 +454,16 @@ func (r *runner) heal(ctx context.Context) error {
 		return nil
 	}
 	r.open = nil
+	var inEffectTo int64
+	if o.inEffect != 0 {
+		inEffectTo = r.faults.Now() // the effect lasts at least until the heal begins
+	}
 	what, err := o.f.Heal(ctx, r.c, o.target)
 	if o.target == nemesis.AimRedis {
 		r.mon.redisFaultHealed()
 	}
-	ev := history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: o.target, Fault: o.kind, Reason: what}
+	ev := history.Event{ID: o.id, Type: history.OK, Kind: history.KindFault, Node: o.target, Fault: o.kind, Reason: what,
+		InEffectFrom: o.inEffect, InEffectTo: inEffectTo}
 	if err != nil {
 		ev.Type, ev.Error = history.Info, err.Error()
 	}

@@ -47,6 +47,7 @@ const (
 // (or, while a line is parsed, still in the line: idb).
 type fields struct {
 	time, token, from, to, cursor, events, lease int64
+	inEffectFrom, inEffectTo                     int64
 	id                                           span
 	idb                                          []byte
 	typ, kind, node, err, reason, fault          uint32
@@ -307,7 +308,7 @@ func (b *builder) add(s string) uint32 {
 // set makes e the event being read.
 func (b *builder) set(e *Event) {
 	b.f = fields{time: e.Time, token: e.Token, from: e.From, to: e.To, cursor: e.Cursor,
-		events: int64(e.Events), lease: e.Lease, id: b.ids.add([]byte(e.ID)),
+		events: int64(e.Events), lease: e.Lease, inEffectFrom: e.InEffectFrom, inEffectTo: e.InEffectTo, id: b.ids.add([]byte(e.ID)),
 		typ: b.internString(string(e.Type)), kind: b.internString(string(e.Kind)), node: b.internString(e.Node),
 		err: b.internString(e.Error), reason: b.internString(e.Reason), fault: b.internString(e.Fault)}
 }
@@ -318,7 +319,7 @@ func (b *builder) push() {
 	r := row{time: f.time, token: f.token, id: f.id, node: f.node, err: f.err, reason: f.reason, fault: f.fault,
 		events: int32(f.events), typ: uint8(f.typ), kind: uint8(f.kind)}
 	fixed := f.typ < uint32(len(internFixed)) && f.kind < uint32(len(internFixed)) && int64(r.events) == f.events &&
-		f.lease == 0 // a step-down that counts its lease (rare) is kept whole
+		f.lease == 0 && f.inEffectFrom == 0 && f.inEffectTo == 0 // a step-down that counts its lease, a fault's interval (rare): kept whole
 	switch {
 	case fixed && f.cursor == 0:
 		r.layout, r.x, r.y = layoutCommit, f.from, f.to
@@ -329,7 +330,7 @@ func (b *builder) push() {
 		b.wide = append(b.wide, Event{ID: str(b.ids.chunks, b.ids.cur, f.id), Type: Type(b.strs[f.typ]),
 			Kind: Kind(b.strs[f.kind]), Node: b.strs[f.node], Time: f.time, Token: f.token, From: f.from, To: f.to,
 			Cursor: f.cursor, Events: int(f.events), Error: b.strs[f.err], Reason: b.strs[f.reason], Fault: b.strs[f.fault],
-			Lease: f.lease})
+			Lease: f.lease, InEffectFrom: f.inEffectFrom, InEffectTo: f.inEffectTo})
 	}
 	b.rows = append(b.rows, r)
 }
@@ -386,6 +387,10 @@ func (b *builder) decode(line []byte) error {
 			f.events = n
 		case "lease_ns":
 			f.lease = n
+		case "in_effect_from":
+			f.inEffectFrom = n
+		case "in_effect_to":
+			f.inEffectTo = n
 		default:
 			return false
 		}
@@ -439,10 +444,11 @@ func (b *builder) validate() error {
 	if r.time <= 0 || r.time > MaxTime {
 		return fmt.Errorf("%w: time %d is outside 1..%d (host nanoseconds since 1970)", ErrMalformed, r.time, MaxTime)
 	}
-	if kind := Kind(b.strs[r.kind]); r.lease < 0 || r.lease != 0 && kind != KindStepDown {
+	kind := Kind(b.strs[r.kind])
+	if r.lease < 0 || r.lease != 0 && kind != KindStepDown {
 		return leaseError(r.lease, kind)
 	}
-	return nil
+	return inEffectError(r.inEffectFrom, r.inEffectTo, kind, Type(b.strs[r.typ]))
 }
 
 // sortByTime orders the builder's events by time, keeping the order of equal times.

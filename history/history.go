@@ -100,6 +100,12 @@ type Event struct {
 	// counted on from the send of the grant that set it (election.LeaseRecorder); 0 when
 	// the elector does not say.
 	Lease int64 `json:"lease_ns,omitempty"`
+	// InEffectFrom and InEffectTo are, on a fault's completion, an interval in which the
+	// fault was surely in effect throughout: from when its injection saw its effect in
+	// place (a fault that checks it: nemesis.Confirmer) to when its heal began. Both 0
+	// when the harness does not know one.
+	InEffectFrom int64 `json:"in_effect_from,omitempty"`
+	InEffectTo   int64 `json:"in_effect_to,omitempty"`
 }
 
 // ErrBadInput is the root of every error that says the input itself is wrong (as
@@ -144,11 +150,24 @@ func (e Event) Validate() error {
 	if e.Lease < 0 || e.Lease != 0 && e.Kind != KindStepDown {
 		return leaseError(e.Lease, e.Kind)
 	}
-	return nil
+	return inEffectError(e.InEffectFrom, e.InEffectTo, e.Kind, e.Type)
 }
 
 func leaseError(lease int64, kind Kind) error {
 	return fmt.Errorf("%w: lease_ns %d on a %s event: only a step-down counts a lease, and never a negative one", ErrMalformed, lease, kind)
+}
+
+// inEffectError says what is wrong with an event's in-effect interval, nil if nothing.
+func inEffectError(from, to int64, kind Kind, typ Type) error {
+	switch {
+	case from == 0 && to == 0:
+		return nil
+	case kind != KindFault || typ == Invoke:
+		return fmt.Errorf("%w: in_effect_from/in_effect_to on a %s %s event: only a fault's completion carries them", ErrMalformed, kind, typ)
+	case from <= 0 || to < from || to > MaxTime:
+		return fmt.Errorf("%w: in_effect_from %d and in_effect_to %d are not an interval within 1..%d", ErrMalformed, from, to, MaxTime)
+	}
+	return nil
 }
 
 // Recorder writes events as JSON lines. It is safe for concurrent use. Each event is

@@ -109,6 +109,18 @@ func TestLoadRunStepDownLease(t *testing.T) {
 	}
 }
 
+// A fault's completion keeps the interval in which it was surely in effect.
+func TestLoadRunFaultInEffect(t *testing.T) {
+	heal := `{"id":"f1","type":"ok","kind":"fault","node":"n1","time":1700000000000000350,"fault":"presence-loss","in_effect_from":1700000000000000260,"in_effect_to":1700000000000000340}` + "\n"
+	r, err := history.LoadRun(writeDir(t, with(goodRun(), "faults.jsonl", strings.SplitAfter(faultLines, "\n")[0]+heal)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Faults[1]; f.InEffectFrom != 1700000000000000260 || f.InEffectTo != 1700000000000000340 {
+		t.Fatalf("the heal loaded as %+v", f)
+	}
+}
+
 // TestLoadRunBadInput: every kind of bad input is an error that wraps ErrBadInput
 // (exit 2) and names the file (and line), never a verdict and never a panic.
 func TestLoadRunBadInput(t *testing.T) {
@@ -137,6 +149,10 @@ func TestLoadRunBadInput(t *testing.T) {
 		{"schedule step without kind", with(goodRun(), "schedule.json", `[{"at_ns":1}]`), history.ErrBadRunFile, []string{"step 0 is not a fault step"}},
 		{"lease on a commit", with(goodRun(), "history/n1.jsonl", strings.Replace(n1Lines, `"events":2}`, `"events":2,"lease_ns":1900000000}`, 1)), history.ErrMalformed, []string{"n1.jsonl:3", "lease_ns 1900000000 on a commit"}},
 		{"negative lease", with(goodRun(), "history/n1.jsonl", n1Lines+`{"id":"n1/a/3","type":"info","kind":"step-down","node":"n1","time":1700000000000000500,"token":1,"reason":"shutdown","lease_ns":-1}`+"\n"), history.ErrMalformed, []string{"n1.jsonl:5", "lease_ns -1"}},
+		{"in effect on a commit", with(goodRun(), "history/n1.jsonl", strings.Replace(n1Lines, `"events":2}`, `"events":2,"in_effect_from":5,"in_effect_to":6}`, 1)), history.ErrMalformed, []string{"n1.jsonl:3", "only a fault's completion"}},
+		{"in effect backwards", with(goodRun(), "faults.jsonl", strings.Replace(faultLines, `"fault":"pause"}
+{"id":"f1","type":"ok","kind":"fault","node":"n1","time":1700000000000000350,"fault":"pause"}`, `"fault":"pause"}
+{"id":"f1","type":"ok","kind":"fault","node":"n1","time":1700000000000000350,"fault":"pause","in_effect_from":7,"in_effect_to":6}`, 1)), history.ErrMalformed, []string{"faults.jsonl:2", "not an interval"}},
 		{"two bad files", with(goodRun(), "history/n1.jsonl", "x\n", "history/n2.jsonl", "y\n"), history.ErrMalformed, []string{"n1.jsonl:1", "and 1 more files with errors"}},
 		{"torn line in the middle", with(goodRun(), "history/n1.jsonl", n1Lines[:60]+"\n"+n1Lines), history.ErrMalformed, []string{"n1.jsonl:1"}},
 		{"torn last audit line", with(goodRun(), "audit.jsonl", auditLine+"\n"+auditLine[:30]), history.ErrMalformed, []string{"audit.jsonl:2", "torn last line"}},

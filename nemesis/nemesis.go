@@ -26,6 +26,15 @@ type Fault interface {
 	Heal(ctx context.Context, c Backend, aim string) (string, error)
 }
 
+// Confirmer is a fault whose Inject returns nil only once it has seen its effect in
+// place, an effect that then lasts until its Heal begins. The harness records that
+// interval on the fault's completion (history.Event.InEffectFrom), for the checks that
+// judge what the nodes did under the fault.
+type Confirmer interface {
+	Fault
+	ConfirmsEffect()
+}
+
 // Backend is a backend as the faults see it, defined here by its users: each fault
 // uses one of its parts. A backend.Backend is one. Every call that reaches a process or
 // the network takes ctx.

@@ -1,10 +1,12 @@
 package nemesis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,6 +36,10 @@ var ErrPresenceACL = errors.New("nemesis: presence-loss needs a Redis whose defa
 // renewal is refused the node must step down. Its next commit is held a lease, so that
 // the renewal's refusal comes before the fence's.
 //
+// Inject returns once Redis has no subscriber of the denied channel left (a Confirmer):
+// from then until the heal begins, the node has no presence, and every acquire of its own
+// that Redis runs must be refused as not present.
+//
 // The heal allows every channel again and closes the connections whose SUBSCRIBE to the
 // denied channel Redis refused, as its ACL LOG names them (their last command may be a
 // health check's PING by then), so that go-redis connects and subscribes again.
@@ -41,6 +47,11 @@ type presenceFault struct{}
 
 func (presenceFault) Kind() string     { return faults.PresenceLoss }
 func (presenceFault) AimsAtNode() bool { return true }
+func (presenceFault) ConfirmsEffect()  {}
+
+// presenceGone is how long Inject waits for Redis to drop the denied subscription when
+// the step gives no lease TTL; Redis drops it as it runs the ACL change.
+const presenceGone = 2 * time.Second
 
 func (presenceFault) Inject(ctx context.Context, c Backend, target string, p Params) (string, error) {
 	rc, err := adminClient(c)
@@ -78,6 +89,9 @@ func (presenceFault) Inject(ctx context.Context, c Backend, target string, p Par
 	if err := rc.Do(ctx, args...).Err(); err != nil {
 		return "", fmt.Errorf("nemesis: presence-loss: %w", err)
 	}
+	if err := awaitNoSubscriber(ctx, rc, "*:presence:"+globEscape(target), cmp.Or(p.LeaseTTL, presenceGone)); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("presence channel of %s denied to subscribers%s", target, held), nil
 }
 
@@ -106,6 +120,28 @@ func (presenceFault) Heal(ctx context.Context, c Backend, target string) (string
 		closed += n // 0: closed already
 	}
 	return fmt.Sprintf("every channel allowed; %d connection(s) whose SUBSCRIBE was refused closed", closed), nil
+}
+
+// awaitNoSubscriber polls Redis until no channel matching pattern has a subscriber, for
+// at most wait.
+func awaitNoSubscriber(parent context.Context, rc *redis.Client, pattern string, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(parent, wait)
+	defer cancel()
+	for {
+		chans, err := rc.PubSubChannels(ctx, pattern).Result()
+		switch {
+		case err == nil && len(chans) == 0:
+			return nil
+		case parent.Err() != nil:
+			return fmt.Errorf("nemesis: presence-loss: %w", parent.Err())
+		case ctx.Err() != nil:
+			return fmt.Errorf("nemesis: presence-loss: %v after the ACL change, channels %q still have subscribers (last error: %v)", wait, chans, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // refusedSubscribers returns the ids of the connections whose SUBSCRIBE to node's presence

@@ -35,6 +35,9 @@ func TestPresenceLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := f.(nemesis.Confirmer); !ok {
+		t.Error("presence-loss does not confirm its effect: the harness records no interval in which it held")
+	}
 	what, err := f.Inject(ctx, c, old, nemesis.Params{LeaseTTL: lease})
 	if err != nil {
 		t.Fatal(err)
