@@ -295,9 +295,23 @@ func (s Spec) noProbe() string {
 // own schedule, shifted to begin 1.5 leases after the last probe's heal. `--nemesis all`
 // gets every probe, about 65 s of them with the default lease.
 //
-// Each fault kind brings the probes that expose what it can do, in this order (the one
-// that reaches the most rows of the zoo first, then the shortest, then by rows reached):
+// Each fault kind brings the probes that expose what it can do, in this order (what only
+// a run with takeover on disconnect has first, as that is what such a run is for; then
+// the one that reaches the most rows of the zoo, then the shortest, then by rows reached):
 //
+//   - with takeover on disconnect, whose kills bring fp-takeover-race (probeKinds): a
+//     kill of the leader, which a standby must take over within half a lease
+//     (takeover-window); a random kill comes only after every probe, a minute in;
+//   - presence-loss, which probeKinds adds to a reset when the nodes take over on
+//     disconnect: the leader's presence denied while it lives and reaches Redis, so that
+//     a standby takes over a live leader, whose next renewal is refused and must end its
+//     term; and, as a follower without presence, its acquires are refused as not
+//     present (a reset takes the presence with every other connection, and a quiet
+//     subscription outlives it: no random fault makes either history);
+//   - fp-takeover-race, which probeKinds adds to a kill when the nodes take over on
+//     disconnect (not in a default run): the leader killed and every standby stalled
+//     between seeing it gone and taking over, so that the second taker's script finds
+//     the first's lock, which it must leave alone;
 //   - redlock-restart, in a run with Redlock servers only (Spec.probeKinds: their
 //     deployment, whose `--nemesis all` restarts Redis): a leader that holds a bare
 //     majority loses one server to a restart without persistence (the
@@ -323,16 +337,7 @@ func (s Spec) noProbe() string {
 //     (bsm/redislock#93) overwrites that node's lock;
 //   - stop: fp-release-race, a stop whose two-step release stalls between its GET and
 //     its DEL (the pattern's other wrong unlock);
-//   - fp-takeover-race, which probeKinds adds to a kill when the nodes take over on
-//     disconnect (not in a default run): the leader killed and every standby stalled
-//     between seeing it gone and taking over, so that the second taker's script finds
-//     the first's lock, which it must leave alone;
-//   - presence-loss, which probeKinds adds to a reset when the nodes take over on
-//     disconnect: the leader's presence denied while it lives and reaches Redis, so that
-//     a standby takes over a live leader, whose next renewal is refused and must end its
-//     term; and, as a follower without presence, its acquires are refused as not
-//     present (a reset takes the presence with every other connection, and a quiet
-//     subscription outlives it: no random fault makes either history);
+//   - fp-late-renew, named only (not in `all`): a renewal held past the lease;
 //   - a fault that can make a stale leader: a forward clock jump on each of the first
 //     three nodes in turn (the leader's only makes it step down early): on a standby, a
 //     node that judges the holder's lease by its own clock (the Redlock critique) takes a
@@ -360,6 +365,20 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	leader := nemesis.Aim{Leader: true}
 	stale := slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(staleLeaderFaults, k) })
 	stop := slices.Contains(kinds, faults.Stop)
+	if slices.Contains(kinds, faults.FPTakeoverRace) {
+		// What takeover on disconnect is for, first: the leader killed, and a standby
+		// must take over within half a lease (takeover-window), not a lease later.
+		add(faults.Kill, leader, nemesis.Params{Hold: lease})
+	}
+	if slices.Contains(kinds, faults.PresenceLoss) {
+		// A standby takes over at its next poll and the node's renewal (a third of a
+		// lease apart) is refused while its commit is held (a lease); the last half lease
+		// its acquires as a follower are refused as not present.
+		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease * 3 / 2})
+	}
+	if slices.Contains(kinds, faults.FPTakeoverRace) {
+		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
+	}
 	if slices.Contains(kinds, faults.RedlockRestart) {
 		add(faults.RedlockRestart, leader, nemesis.Params{Hold: 2 * lease})
 	}
@@ -390,15 +409,6 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 	}
 	if stop {
 		add(faults.FPReleaseRace, leader, nemesis.Params{Hold: 3 * lease})
-	}
-	if slices.Contains(kinds, faults.FPTakeoverRace) {
-		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
-	}
-	if slices.Contains(kinds, faults.PresenceLoss) {
-		// A standby takes over at its next poll and the node's renewal (a third of a
-		// lease apart) is refused while its commit is held (a lease); the last half lease
-		// its acquires as a follower are refused as not present.
-		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease * 3 / 2})
 	}
 	if slices.Contains(kinds, faults.FPLateRenew) {
 		// Named only (not in `all`): a renewal held past the lease goes out once the lock

@@ -610,13 +610,14 @@ func failedTests(output []byte) string {
 //     takes over, and its next renewal is refused; as a follower its acquires are refused
 //     as not present. No other run refuses a live leader's renewal, or answers an acquire
 //     so.
-//   - TakeoverExtra more time than the default run: these probes follow the default
-//     run's, which fill its first minute.
+//   - TakeoverExtra more time than the default run: its probes (a kill of the leader,
+//     the presence lost and fp-takeover-race first, then the default run's, then the
+//     late renewal) take about 74 s.
 const TakeoverSecond = "takeover on disconnect, the mixed schedule, a late renewal and a presence lost"
 
 // TakeoverExtra is how much longer than the default run the TakeoverSecond run's chaos
 // phase is, so that its probes end within it.
-const TakeoverExtra = 15 * time.Second
+const TakeoverExtra = 20 * time.Second
 
 // RegisterThird says what the third run of a survivor of the listener's code (the commit
 // script, listener.Run, the fence's Go side) is, and why.
