@@ -402,7 +402,7 @@ func TestNodeDeathEndsTerm(t *testing.T) {
 		s.complete(i, history.Fail, history.Event{Error: "not-held"})
 		return n2ShutsDown(t, s, CheckLeaseExclusion).Check(CheckLeaseExclusion)
 	}
-	for _, fault := range []string{"kill", "stop", "fp-late-release", "fp-release-race", "fp-stall-new-leader", "fp-takeover-race"} {
+	for _, fault := range []string{"kill", "stop", "fp-late-release", "fp-release-race", "fp-release-lost", "fp-stall-new-leader", "fp-takeover-race"} {
 		if c := run(fault); c.Verdict != Valid {
 			t.Errorf("%s of the leader, then a takeover: %+v, want valid (the kill ends the term)", fault, c)
 		}

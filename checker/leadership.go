@@ -12,11 +12,11 @@ import (
 )
 
 // isNodeDeath reports whether a fault ends the target's process (the failpoint faults
-// fp-late-release and fp-release-race stop it, fp-stall-new-leader and fp-takeover-race
-// kill it).
+// fp-late-release, fp-release-race and fp-release-lost stop it, fp-stall-new-leader and
+// fp-takeover-race kill it).
 func isNodeDeath(kind string) bool {
 	switch kind {
-	case "kill", "stop", "fp-late-release", "fp-release-race", "fp-stall-new-leader", "fp-takeover-race":
+	case "kill", "stop", "fp-late-release", "fp-release-race", "fp-release-lost", "fp-stall-new-leader", "fp-takeover-race":
 		return true
 	}
 	return false

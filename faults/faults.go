@@ -38,12 +38,18 @@ const (
 	FPStallNewLeader = "fp-stall-new-leader" // the leader killed; its successor stalls 1.5 leases just after winning
 	FPLoadRace       = "fp-load-race"        // the leader's commit delayed past the lease; its successor stalls between its load and its first commit
 	FPTakeoverRace   = "fp-takeover-race"    // the leader killed; every standby stalls between seeing it gone and taking over (takeover on disconnect)
+	FPReleaseLost    = "fp-release-lost"     // the leader stopped; its release fails before it is sent
 
 	// The fault of a run whose nodes take over on disconnect: the node's presence
 	// channel denied to subscribers (an ACL on Redis's channels) while the node lives and
 	// reaches Redis on its other connections; a standby takes its lease over, and its next
 	// renewal is refused.
 	PresenceLoss = "presence-loss"
+
+	// The fault of the event source, the environment rather than the system under test:
+	// the node's link to the source resets every connection, so that each fetch fails,
+	// as when the ledger's API is down. The term must go on, and its work retry.
+	SourceOutage = "source-outage"
 
 	// The fault of a run whose nodes lock on several Redis servers of their own
 	// (variants.RedlockMajority): the leader cut off from one server until its lock there
@@ -60,7 +66,7 @@ const (
 
 // Failpoints returns the failpoint fault kinds. The slice is new at each call.
 func Failpoints() []string {
-	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace, FPTakeoverRace}
+	return []string{FPLateCommit, FPLateRenew, FPLateRelease, FPReleaseRace, FPStallNewLeader, FPLoadRace, FPTakeoverRace, FPReleaseLost}
 }
 
 // Replicated returns the fault kinds that need a topology with replicas. The slice is
@@ -141,9 +147,10 @@ func CheckEtcd(kinds []string, etcd bool) error {
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
 // `failpoint`) to add them. Nor are the replicated faults (see AllFor), nor
 // RedlockRestart, which only a run of variants.RedlockMajority can have, nor
-// PresenceLoss, which only a run with takeover on disconnect can tell from nothing.
+// PresenceLoss, which only a run with takeover on disconnect can tell from nothing, nor
+// SourceOutage, a fault of the environment that `--nemesis all` never drew.
 func Known() []string {
-	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart, PresenceLoss), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
+	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart, PresenceLoss, SourceOutage), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

@@ -17,7 +17,7 @@ func TestParseList(t *testing.T) {
 		{"partition", []string{PartitionBlackhole, PartitionReset}},
 		{"all", []string{Clock, Delay, Kill, PartitionBlackhole, PartitionReset, Pause, RedisRestart, Stop}},
 		{"redis-restart-volatile", []string{RedisRestartVolatile}},
-		{"failpoint,fp-late-renew", []string{FPLateCommit, FPLateRelease, FPLateRenew, FPLoadRace, FPReleaseRace, FPStallNewLeader, FPTakeoverRace}},
+		{"failpoint,fp-late-renew", []string{FPLateCommit, FPLateRelease, FPLateRenew, FPLoadRace, FPReleaseLost, FPReleaseRace, FPStallNewLeader, FPTakeoverRace}},
 	} {
 		got, err := ParseList(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
@@ -36,7 +36,7 @@ func TestKnownIsAllPlusVolatileFailpointsAndReplicated(t *testing.T) {
 	}
 	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
 		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) ||
-		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+3+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
+		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+4+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()

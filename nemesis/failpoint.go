@@ -56,6 +56,9 @@ type Failpoints interface {
 //     lease the dead leader left behind. The reference's takeover checks the lock again
 //     in its script, and only the first wins; non-atomic-takeover lets the second
 //     overwrite the first's fresh lease. Without takeover on disconnect it is a kill.
+//   - fp-release-lost: the leader is stopped and its release fails before it is sent,
+//     as a request lost on the way does: the lock stays until its lease runs out, and
+//     the node must record the release's outcome as unknown, not as Redis's refusal.
 type failpointFault struct{ kind string }
 
 func (f failpointFault) Kind() string   { return f.kind }
@@ -113,6 +116,12 @@ func (f failpointFault) Inject(ctx context.Context, c Backend, target string, p 
 			return strings.Join(append(did, what), ", "), err
 		}
 		return strings.Join(append(did, what), ", ") + ", then SIGTERM", c.StopNode(ctx, target)
+	case faults.FPReleaseLost:
+		what, err := arm(target, failpoint.ReleaseBeforeSend, "error")
+		if err != nil {
+			return what, err
+		}
+		return what + ", then SIGTERM", c.StopNode(ctx, target)
 	case faults.FPLoadRace:
 		did, err := armOthers(failpoint.ListenerAfterLoad, stall(1.25))
 		if err != nil {

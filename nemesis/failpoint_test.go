@@ -2,12 +2,16 @@ package nemesis_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fenceline/fenceline/backend"
 	"github.com/fenceline/fenceline/backend/proc"
 	"github.com/fenceline/fenceline/faults"
+	"github.com/fenceline/fenceline/history"
 	"github.com/fenceline/fenceline/nemesis"
 )
 
@@ -20,7 +24,7 @@ import (
 // (fp-takeover-race, takeover on disconnect) is still succeeded. Healing disarms, removes
 // the latency and restarts.
 func TestFailpointFaults(t *testing.T) {
-	for _, kind := range []string{faults.FPLateRenew, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPLoadRace, faults.FPTakeoverRace} {
+	for _, kind := range []string{faults.FPLateRenew, faults.FPStallNewLeader, faults.FPLateRelease, faults.FPLoadRace, faults.FPTakeoverRace, faults.FPReleaseLost} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			c := proc.StartT(t, backend.Spec{Nodes: 3, SourceRate: 200,
@@ -40,6 +44,26 @@ func TestFailpointFaults(t *testing.T) {
 					t.Fatalf("%s still running after the stop", old)
 				}
 				leader(t, c, tok, old)
+			case faults.FPReleaseLost:
+				if c.Running(old) {
+					t.Fatalf("%s still running after the stop", old)
+				}
+				leader(t, c, tok, old)
+				// The release failed before it was sent: its outcome is unknown.
+				b, err := os.ReadFile(filepath.Join(c.Dir(), history.HistoryDir, old+".jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var release history.Event
+				for l := range strings.Lines(string(b)) {
+					var e history.Event
+					if err := json.Unmarshal([]byte(l), &e); err == nil && e.Kind == history.KindRelease && e.Type != history.Invoke {
+						release = e
+					}
+				}
+				if release.Type != history.Info || !strings.Contains(release.Error, "failpoint") {
+					t.Errorf("%s's release completed as %+v, want info with the failpoint's error", old, release)
+				}
 			case faults.FPLoadRace:
 				if !c.Running(old) {
 					t.Fatalf("%s stopped running", old)

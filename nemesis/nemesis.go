@@ -117,12 +117,14 @@ func ByKind(kind string) (Fault, error) {
 		return &etcdMemberFault{kind: kind}, nil
 	case faults.PartitionEtcd:
 		return etcdPartitionFault{}, nil
-	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
+	case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace, faults.FPReleaseLost:
 		return failpointFault{kind: kind}, nil
 	case faults.RedlockRestart:
 		return redlockFault{}, nil
 	case faults.PresenceLoss:
 		return presenceFault{}, nil
+	case faults.SourceOutage:
+		return sourceFault{}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:
 		return &promotedFault{kind: kind}, nil
 	case faults.RedisIsolatePrimary:

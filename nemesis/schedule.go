@@ -108,7 +108,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 		switch s.Kind {
 		case faults.Kill, faults.Stop:
 			s.Params.Hold = between(0.5, 1.5)
-		case faults.Pause, faults.PartitionReset, faults.PartitionBlackhole, faults.PartitionEtcd:
+		case faults.Pause, faults.PartitionReset, faults.PartitionBlackhole, faults.PartitionEtcd, faults.SourceOutage:
 			s.Params.Hold = between(1.5, 2.5)
 		case faults.EtcdKill, faults.EtcdPause:
 			// Longer than the lease, as a node's pause: with one member, every node's
@@ -127,7 +127,7 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			// Longer than the node's held commit (a lease), in which a standby takes the
 			// lease over and the node's next renewal is refused: then its acquires.
 			s.Params.Hold = between(1.5, 2)
-		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace:
+		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace, faults.FPReleaseLost:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)
 		case faults.RedlockRestart:

@@ -745,6 +745,22 @@ func (c *Backend) RemoveRedisToxics(ctx context.Context, id string, names ...str
 	return errors.Join(errs...)
 }
 
+// AddSourceToxic implements nemesis.SourceLinks.
+func (c *Backend) AddSourceToxic(ctx context.Context, id string, t backend.Toxic) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	return c.links.AddToxic(ctx, backend.SourceProxyName(id), t)
+}
+
+// RemoveSourceToxics implements nemesis.SourceLinks.
+func (c *Backend) RemoveSourceToxics(ctx context.Context, id string, names ...string) error {
+	if _, err := c.node(id); err != nil {
+		return err
+	}
+	return c.links.RemoveToxics(ctx, backend.SourceProxyName(id), names...)
+}
+
 // ResetLinks implements backend.Backend.
 func (c *Backend) ResetLinks(ctx context.Context) error {
 	var err error

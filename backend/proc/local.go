@@ -518,6 +518,22 @@ func (l *Backend) AddRedlockToxic(ctx context.Context, id string, i int, t backe
 	return l.links.AddToxic(ctx, backend.RedlockProxyName(id, i), t)
 }
 
+// AddSourceToxic implements nemesis.SourceLinks.
+func (l *Backend) AddSourceToxic(ctx context.Context, id string, t backend.Toxic) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.AddToxic(ctx, backend.SourceProxyName(id), t)
+}
+
+// RemoveSourceToxics implements nemesis.SourceLinks.
+func (l *Backend) RemoveSourceToxics(ctx context.Context, id string, names ...string) error {
+	if _, err := l.node(id); err != nil {
+		return err
+	}
+	return l.links.RemoveToxics(ctx, backend.SourceProxyName(id), names...)
+}
+
 // RemoveRedlockToxics implements nemesis.RedlockServers.
 func (l *Backend) RemoveRedlockToxics(ctx context.Context, id string, i int, names ...string) error {
 	if _, err := l.node(id); err != nil {

@@ -22,7 +22,7 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "run only the mutants with these IDs, comma-separated (not with --sample)")
 	list := fs.Bool("list", false, "print the IDs of the mutants that would run, one per line, and run nothing")
 	seed := fs.Int64("seed", 1, "seed of each mutant's chaos run; a survivor gets a second run with seed+1 and --takeover-on-disconnect")
-	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run (make chaos: 60s); the takeover run has "+mutants.TakeoverExtra.String()+" more")
+	duration := fs.Duration("duration", 60*time.Second, "length of each chaos run's random schedule, after its probes (make chaos: 60s)")
 	parallel := fs.Int("parallel", 1, "mutants at once, each in a copy of its own")
 	resume := fs.Bool("resume", false, "take the mutants already decided from OUT/progress.jsonl (a run of the same code cut short) and run only the rest")
 	equivalent := fs.String("equivalent", "experiment/mutants/equivalent.txt", "the survivors argued equivalent: 'ID: why' per line")

@@ -261,7 +261,8 @@ var staleLeaderFaults = []string{faults.Pause, faults.Delay, faults.PartitionRes
 // release may then come late), or restart Redis.
 func probed(kinds []string) bool {
 	return slices.ContainsFunc(kinds, func(k string) bool {
-		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart || k == faults.FPTakeoverRace || k == faults.FPLateRenew
+		return slices.Contains(staleLeaderFaults, k) || k == faults.Stop || k == faults.RedisRestart || k == faults.FPTakeoverRace || k == faults.FPLateRenew ||
+			k == faults.FPReleaseLost || k == faults.SourceOutage
 	})
 }
 
@@ -338,6 +339,11 @@ func (s Spec) noProbe() string {
 //   - stop: fp-release-race, a stop whose two-step release stalls between its GET and
 //     its DEL (the pattern's other wrong unlock);
 //   - fp-late-renew, named only (not in `all`): a renewal held past the lease;
+//   - fp-release-lost, named only: a graceful stop whose release fails before it is
+//     sent (a node that records it as Redis's refusal claims a refusal while its lease
+//     still ran);
+//   - source-outage, named only: every fetch of the leader fails for a lease (a listener
+//     that gives its term up at a failed fetch hands it over for nothing);
 //   - a fault that can make a stale leader: a forward clock jump on each of the first
 //     three nodes in turn (the leader's only makes it step down early): on a standby, a
 //     node that judges the holder's lease by its own clock (the Redlock critique) takes a
@@ -414,6 +420,15 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		// Named only (not in `all`): a renewal held past the lease goes out once the lock
 		// is another's, and must be refused.
 		add(faults.FPLateRenew, leader, nemesis.Params{Hold: 3 * lease})
+	}
+	if slices.Contains(kinds, faults.FPReleaseLost) {
+		// Named only: a stop whose release is lost on the way; the lock runs out, and the
+		// node must record the release's outcome as unknown, not as refused.
+		add(faults.FPReleaseLost, leader, nemesis.Params{Hold: lease})
+	}
+	if slices.Contains(kinds, faults.SourceOutage) {
+		// Named only: every fetch of the leader fails for a lease; its term goes on.
+		add(faults.SourceOutage, leader, nemesis.Params{Hold: lease})
 	}
 	if stale {
 		for i := 1; i <= min(nodes, 3); i++ {

@@ -297,3 +297,30 @@ func TestStartPerSeed(t *testing.T) {
 		t.Errorf("--node-cmd start: %d/%d", tok, cur)
 	}
 }
+
+// fp-release-lost and source-outage, which `all` leaves out, are probes of a run that
+// names them, after the late renewal, aimed at the leader for a lease.
+func TestReleaseLostAndSourceOutageProbes(t *testing.T) {
+	lease := 2 * time.Second
+	kinds := append(faults.All(), faults.FPLateRenew, faults.FPReleaseLost, faults.SourceOutage)
+	if !probed([]string{faults.SourceOutage}) || !probed([]string{faults.FPReleaseLost}) {
+		t.Error("a run of source-outage or fp-release-lost alone is not probed")
+	}
+	var got []string
+	for _, p := range WithStaleLeaderProbes(nil, lease, 3, kinds) {
+		if p.Kind == faults.FPLateRenew || p.Kind == faults.FPReleaseLost || p.Kind == faults.SourceOutage {
+			got = append(got, p.Kind)
+			if !p.Aim.Leader {
+				t.Errorf("%s aims at %+v, not the leader", p.Kind, p.Aim)
+			}
+		}
+	}
+	if want := []string{faults.FPLateRenew, faults.FPReleaseLost, faults.SourceOutage}; !reflect.DeepEqual(got, want) {
+		t.Errorf("named probes %v, want %v", got, want)
+	}
+	for _, p := range WithStaleLeaderProbes(nil, lease, 3, faults.All()) {
+		if p.Kind == faults.FPReleaseLost || p.Kind == faults.SourceOutage {
+			t.Errorf("a run of all has %s at %v", p.Kind, p.At)
+		}
+	}
+}

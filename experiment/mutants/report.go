@@ -216,10 +216,10 @@ func (rep report) markdown() string {
 		scope = fmt.Sprintf("the %d of the %d mutants named by --only", len(rep.recs), rep.total)
 	}
 	fmt.Fprintf(&b, "`%s` on %s: %s; each through its package's unit tests and one chaos run of %s (every fault, "+
-		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d with %s (for %s) when the first survives; "+
+		"random schedule, 3 nodes, lease TTL 2 s: `make chaos`), seed %d, and seed %d with %s when the first survives; "+
 		"a survivor of the listener's code then seed %d with %s. "+
 		"Started %s, %s of wall time.\n\n",
-		c.Command, rep.codeText(), scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond, c.Duration+TakeoverExtra, c.Seed+2, RegisterThird,
+		c.Command, rep.codeText(), scope, c.Duration, c.Seed, c.Seed+1, TakeoverSecond, c.Seed+2, RegisterThird,
 		rep.began.UTC().Format("2006-01-02 15:04 UTC"), rep.elapsed.Round(time.Second))
 	if rep.resumed > 0 {
 		fmt.Fprintf(&b, "Resumed: %d mutants were decided by an earlier run of the same code (%s), "+

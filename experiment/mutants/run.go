@@ -610,14 +610,18 @@ func failedTests(output []byte) string {
 //     takes over, and its next renewal is refused; as a follower its acquires are refused
 //     as not present. No other run refuses a live leader's renewal, or answers an acquire
 //     so.
-//   - TakeoverExtra more time than the default run: its probes (a kill of the leader,
-//     the presence lost and fp-takeover-race first, then the default run's, then the
-//     late renewal) take about 74 s.
-const TakeoverSecond = "takeover on disconnect, the mixed schedule, a late renewal and a presence lost"
-
-// TakeoverExtra is how much longer than the default run the TakeoverSecond run's chaos
-// phase is, so that its probes end within it.
-const TakeoverExtra = 20 * time.Second
+//   - A lost release (faults.FPReleaseLost, a probe once named): the leader stopped, its
+//     release failing before it is sent. The node must record an unknown outcome; one
+//     that records Redis's refusal claims a refusal while its lease still ran, which
+//     lease-grant judges. No other run loses a release request.
+//   - A source outage (faults.SourceOutage, a probe once named): every fetch of the
+//     leader fails for a lease. Its term must go on; a listener that gives it up at a
+//     failed fetch is judged by step-down. No other run fails a fetch.
+//
+// Its probes (a kill of the leader, the presence lost and fp-takeover-race first, then
+// the default run's, then the named ones) come before the seed's own schedule, as in
+// every run: they take about 84 s, and the schedule its minute after them.
+const TakeoverSecond = "takeover on disconnect, the mixed schedule, a late renewal, a presence lost, a lost release and a source outage"
 
 // RegisterThird says what the third run of a survivor of the listener's code (the commit
 // script, listener.Run, the fence's Go side) is, and why.
@@ -670,10 +674,12 @@ func chaosStage(ctx context.Context, cfg Config, out string, m Mutant, bin strin
 	s := chaosrun.Spec{Cmd: "mutants", Duration: cfg.Duration, Nodes: 3, Nemeses: kinds, Workload: wl, Backend: "local",
 		LeaseTTL: 2 * time.Second, Variant: "reference", Binary: bin, Quiet: true, StopAtViolation: true, Takeover: st == stageTakeover}
 	if st == stageTakeover {
-		s.Duration += TakeoverExtra
 		s.Schedule = nemesis.ScheduleMixed
-		if !slices.Contains(kinds, faults.FPLateRenew) {
-			s.Nemeses = append(slices.Clone(kinds), faults.FPLateRenew)
+		s.Nemeses = slices.Clone(kinds)
+		for _, k := range []string{faults.FPLateRenew, faults.FPReleaseLost, faults.SourceOutage} {
+			if !slices.Contains(s.Nemeses, k) {
+				s.Nemeses = append(s.Nemeses, k)
+			}
 		}
 	}
 	if err := s.Prepare(); err != nil {
