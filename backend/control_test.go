@@ -1,8 +1,11 @@
 package backend
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,5 +40,43 @@ func TestControlAnswers(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// A PUT or DELETE to a node's control endpoint that meets a kept-alive connection the
+// node closed, before any answer, is sent again on a new one: both are idempotent. The
+// server here answers the first request on a connection and closes it at the second.
+func TestControlRetriesIdempotentOnClosedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				_, _ = http.ReadRequest(br) // the second request: closed unanswered
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	ctx := context.Background()
+	for i := range 3 {
+		if err := DeleteFailpoints(ctx, addr); err != nil {
+			t.Fatalf("DELETE %d: %v", i, err)
+		}
+		if err := PutFailpoint(ctx, addr, "x", "block"); err != nil {
+			t.Fatalf("PUT %d: %v", i, err)
+		}
 	}
 }
