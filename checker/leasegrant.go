@@ -131,11 +131,16 @@ func leaseGrant(p *parsed) CheckResult {
 	// on the lock held the taker's value, and the term's grants sent before it held the
 	// lock no more, for the taker's acquire and every acquire after it (the taker may
 	// have released, or lost, its lock within the taken term's lease).
-	takenAt := map[string]int64{}
+	// takenSent[lock value of a term]: when the earliest takeover of it was sent; from
+	// then on Redis may have given the lock to the taker.
+	takenAt, takenSent := map[string]int64{}, map[string]int64{}
 	for _, g := range grants {
 		if from, ok := p.takeovers[termKey{g.node, g.token}]; ok && g.acquire {
 			if t, seen := takenAt[from]; !seen || g.ret < t {
 				takenAt[from] = g.ret
+			}
+			if t, seen := takenSent[from]; !seen || g.call < t {
+				takenSent[from] = g.call
 			}
 		}
 	}
@@ -191,10 +196,6 @@ func leaseGrant(p *parsed) CheckResult {
 		}
 	}
 	refusals, refused := 0, 0
-	takenOver := map[string]bool{}
-	for _, from := range p.takeovers {
-		takenOver[from] = true
-	}
 	latest := map[termKey]grant{} // the latest grant of each term so far, by call
 	for _, e := range p.el {
 		k := termKey{e.node, e.token}
@@ -208,9 +209,13 @@ func leaseGrant(p *parsed) CheckResult {
 		refusals++
 		// A term's requests never overlap, so its grants sent before this request (p.el
 		// is in the order of invocation) returned before it was sent.
+		// A takeover of the term explains the refusal only if it was sent before the
+		// refusal came back: one sent after (a standby that took over once the node had
+		// stopped) cannot have taken the lock the refused request met.
 		g, ok := latest[k]
+		taken, wasTaken := takenSent[p.nodes[e.node]+":"+strconv.FormatInt(e.token, 10)]
 		if !ok || e.ret >= g.call+int64(ttl)-int64(tolerance) ||
-			takenOver[p.nodes[e.node]+":"+strconv.FormatInt(e.token, 10)] || refusalExcused(p, losses, released, g, e.call, e.ret, ttl) {
+			(wasTaken && taken < e.ret) || refusalExcused(p, losses, released, g, e.call, e.ret, ttl) {
 			continue
 		}
 		refused++
