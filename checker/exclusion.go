@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +72,7 @@ func closesPresence(f *fault, node string) bool {
 // live, connected leader: the option's check broke, and the overlap stays unexplained.
 func (p *parsed) takeoverExplained(o Overlap, ttl time.Duration) bool {
 	b, ok := p.nodeIdx[o.NodeB]
-	if !ok || p.takeovers[termKey{b, o.TokenB}] != o.NodeA+":"+strconv.FormatInt(o.TokenA, 10) {
+	if !ok || p.takeovers[termKey{b, o.TokenB}] != lockValue(o.NodeA, o.TokenA) {
 		return false
 	}
 	for i := range p.faults {

@@ -150,7 +150,7 @@ func leaseGrant(p *parsed) CheckResult {
 		}
 		// A takeover ends the term it took: it excuses that term's grants sent before it
 		// returned, never a renewal sent after (the lock then held the taker's value).
-		if t, ok := takenAt[p.nodes[g.node]+":"+strconv.FormatInt(g.token, 10)]; ok && g.call < t && t <= a.ret {
+		if t, ok := takenAt[lockValue(p.nodes[g.node], g.token)]; ok && g.call < t && t <= a.ret {
 			return true
 		}
 		// A loss between the two, in either order, voids the premise too: a counter that
@@ -213,7 +213,7 @@ func leaseGrant(p *parsed) CheckResult {
 		// refusal came back: one sent after (a standby that took over once the node had
 		// stopped) cannot have taken the lock the refused request met.
 		g, ok := latest[k]
-		taken, wasTaken := takenSent[p.nodes[e.node]+":"+strconv.FormatInt(e.token, 10)]
+		taken, wasTaken := takenSent[lockValue(p.nodes[e.node], e.token)]
 		if !ok || e.ret >= g.call+int64(ttl)-int64(tolerance) ||
 			(wasTaken && taken < e.ret) || refusalExcused(p, losses, released, g, e.call, e.ret, ttl) {
 			continue
@@ -346,6 +346,10 @@ func presenceIgnored(p *parsed) (int, []finding) {
 	}
 	return judged, bad
 }
+
+// lockValue is the lock's value while node holds token's term, "node:token", as the
+// acquire script writes it and a takeover's Reason names it.
+func lockValue(node string, token int64) string { return node + ":" + strconv.FormatInt(token, 10) }
 
 // redlockVariant is variants.RedlockMajority, whose lock is a majority of servers.
 const redlockVariant = "redlock-majority"
