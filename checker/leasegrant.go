@@ -139,8 +139,12 @@ func leaseGrant(p *parsed) CheckResult {
 			if t, seen := takenAt[from]; !seen || g.ret < t {
 				takenAt[from] = g.ret
 			}
-			if t, seen := takenSent[from]; !seen || g.call < t {
-				takenSent[from] = g.call
+			sent := g.call
+			if lost, ok := p.adoptedTakeovers[termKey{g.node, g.token}]; ok {
+				sent = lost // the takeover whose answer was lost, not the adoption
+			}
+			if t, seen := takenSent[from]; !seen || sent < t {
+				takenSent[from] = sent
 			}
 		}
 	}

@@ -421,6 +421,46 @@ func TestLeaseGrantPresenceDenied(t *testing.T) {
 	}
 }
 
+// A takeover whose answer was lost, then adopted by its node, ends the taken term's lease
+// as a takeover answered at once does: the adoption names it (history.ReasonTakeover),
+// and it counts as sent when the lost request was. Without the name the adopted term is
+// a second grant (the false alarm of the whole mutants run of 2a554da, at load 35).
+func TestLeaseGrantAdoptedTakeover(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		reason bool
+		want   Verdict
+	}{
+		{"adoption names the takeover", true, Valid},
+		{"adoption without it", false, Invalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.adv(s.cfg.LeaseTTL / 4)
+			// n2's takeover of n1's lock, its answer lost.
+			lost := s.invoke(1, history.KindAcquire, history.Event{})
+			s.adv(s.cfg.LeaseTTL / 4)
+			s.complete(lost, history.Info, history.Event{Error: "i/o timeout"})
+			// n1's renewal, refused once the takeover was sent: the takeover explains it.
+			r := s.invoke(0, history.KindRenew, history.Event{Token: tok})
+			s.adv(time.Millisecond)
+			s.complete(r, history.Fail, history.Event{Token: tok, Error: history.ErrNotHeld})
+			s.adv(s.cfg.LeaseTTL / 8)
+			adopt := s.invoke(1, history.KindAcquire, history.Event{Token: tok + 1})
+			s.adv(time.Millisecond)
+			e := history.Event{Token: tok + 1}
+			if c.reason {
+				e.Reason = history.ReasonTakeover + " " + lockValue(s.nodes[0], tok)
+			}
+			s.complete(adopt, history.OK, e)
+			run := s.end()
+			run.Info.TakeoverOnDisconnect = true
+			wantCheck(t, checkOnly(t, run, CheckLeaseGrant), c.want, "")
+		})
+	}
+}
+
 // An in-effect interval outside its fault's injection and heal is bad input.
 func TestFaultInEffectOutsideFault(t *testing.T) {
 	s := newSim(simConfig{Seed: 1})

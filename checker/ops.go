@@ -109,8 +109,12 @@ type parsed struct {
 	// takeovers maps a term to the lock value its acquire took over from a holder whose
 	// connection had closed (history.ReasonTakeover); absent for an ordinary acquire.
 	takeovers map[termKey]string
-	faults    []fault
-	counts    OpCounts
+	// adoptedTakeovers maps a term whose takeover's answer was lost, and which its node
+	// adopted (the adoption names the takeover), to when that takeover was sent: the
+	// call of the node's latest acquire of unknown outcome before the adoption.
+	adoptedTakeovers map[termKey]int64
+	faults           []fault
+	counts           OpCounts
 
 	// audit
 	auditComplete bool
@@ -195,6 +199,7 @@ func parse(run *history.Run) (*parsed, error) {
 	}
 	p.ops, p.el = make([]op, 0, nops), make([]elOp, 0, nel)
 	pending := map[string]pend{}
+	lostAcquire := map[int32]int64{} // node: the call of its latest acquire of unknown outcome
 	var faultEvs []history.Event
 	for i := range p.evs.Len() {
 		e := p.evs.At(i)
@@ -262,11 +267,21 @@ func parse(run *history.Run) (*parsed, error) {
 			if e.Token != 0 {
 				l.token = e.Token
 			}
+			if e.Kind == history.KindAcquire && e.Type == history.Info {
+				lostAcquire[l.node] = l.call
+			}
 			if from, ok := strings.CutPrefix(e.Reason, history.ReasonTakeover+" "); ok && e.Kind == history.KindAcquire && e.Type == history.OK {
 				if p.takeovers == nil {
 					p.takeovers = map[termKey]string{}
 				}
-				p.takeovers[termKey{l.node, l.token}] = from
+				k := termKey{l.node, l.token}
+				p.takeovers[k] = from
+				if sent, lost := lostAcquire[l.node]; lost && inv.Token != 0 {
+					if p.adoptedTakeovers == nil {
+						p.adoptedTakeovers = map[termKey]int64{}
+					}
+					p.adoptedTakeovers[k] = sent
+				}
 			}
 			continue
 		}

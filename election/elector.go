@@ -33,6 +33,10 @@ type Elector struct {
 	floorKnown bool
 	unresolved bool  // an acquire got no answer since the last term started
 	adopting   int64 // the token of an adoption whose outcome is unknown, else 0
+	// lostTakeover is the lock value that every unanswered acquire since the last term
+	// started tried to take over, "" if any of them was a plain acquire or another
+	// takeover: a term adopted then began with that takeover, which the adoption records.
+	lostTakeover string
 
 	// The holder OnNewLeader was last called with (Run's goroutine only).
 	lastLeader      string
@@ -207,6 +211,11 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 		// No retry: a lost reply may have issued a token. If it did, the next attempt
 		// finds this instance's value in the lock and adopts the term (see recover).
 		complete(Result{Outcome: Unknown, Err: err})
+		if !e.unresolved {
+			e.lostTakeover = takeFrom
+		} else if e.lostTakeover != takeFrom {
+			e.lostTakeover = ""
+		}
 		e.unresolved = true
 		e.log.Warn("acquire-failed", slog.Any("error", err))
 		return pause{wait: e.cfg.RetryInterval, notices: sub.C(), err: err}
@@ -239,7 +248,7 @@ func (e *Elector) campaign(ctx context.Context, lead func(context.Context, Term)
 	}
 	complete(Result{Outcome: OK, Token: r.token, TookOver: took})
 	e.learn(r.token)
-	e.unresolved = false
+	e.unresolved, e.lostTakeover = false, ""
 	if took != "" {
 		e.log.Info("took-over", slog.Int64("token", r.token), slog.String("from", took))
 	}
@@ -299,8 +308,12 @@ func (e *Elector) recover(ctx context.Context, lead func(context.Context, Term),
 		complete(Result{Outcome: Fail, Token: token, Err: ErrNotHeld})
 		return pause{}
 	}
-	complete(Result{Outcome: OK, Token: token})
-	e.unresolved = false
+	took := ""
+	if e.unresolved {
+		took = e.lostTakeover // the term began with the takeover whose answer was lost
+	}
+	complete(Result{Outcome: OK, Token: token, TookOver: took})
+	e.unresolved, e.lostTakeover = false, ""
 	e.cfg.Metrics.Recovered(RecoveryAdopted)
 	e.log.Info("adopted", slog.Int64("token", token))
 	return e.lead(ctx, Term{Token: token, Instance: e.cfg.InstanceID, Name: e.cfg.Name, Start: sent}, lead)

@@ -43,7 +43,8 @@ type Result struct {
 	// for Unknown.
 	Err error
 	// TookOver is, for an OK acquire that took the lease from a holder whose presence
-	// had vanished (Config.TakeoverOnDisconnect), the holder's lock value; else "".
+	// had vanished (Config.TakeoverOnDisconnect), the holder's lock value; for an OK
+	// adoption of a term that such a takeover won with its answer lost, the same; else "".
 	TookOver string
 }
 

@@ -3,6 +3,7 @@
 package election_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -82,6 +83,36 @@ func TestTakeoverChecksAgainAtomically(t *testing.T) {
 		}
 		if got := b.rec.takeovers(); len(got) != 0 {
 			t.Errorf("b took over %v", got)
+		}
+	})
+	// The takeover wins, but its reply is lost: the standby adopts the term at its next
+	// attempt, and the adoption records the takeover it began with (Result.TookOver), so
+	// that a check of the history knows why the vanished leader's lease ended early.
+	t.Run("reply lost", func(t *testing.T) {
+		srv := redisserver.New(t)
+		p := startProxy(t, srv.Addr())
+		a := startNode(t, newClient(t, p.addr()), takeoverConfig("a", true), nil)
+		first := a.term(t, wait)
+		b := startNode(t, newClient(t, srv.Addr()), takeoverConfig("b", true), nil)
+		time.Sleep(200 * time.Millisecond)
+		armFailpoint(t, failpoint.TakeoverBetweenSteps, "block")
+		p.close()
+		time.Sleep(200 * time.Millisecond) // b's poll saw a gone; b is held at the failpoint
+		armFailpoint(t, failpoint.AcquireBeforeReply, "1*error")
+		if err := failpoint.Disarm(failpoint.TakeoverBetweenSteps); err != nil { // b's takeover runs now
+			t.Fatal(err)
+		}
+		select {
+		case term := <-b.starts:
+			t.Logf("b leads token %d; steps %v", term.Token, b.rec.snapshot())
+		case <-time.After(wait):
+			t.Fatalf("b did not lead: steps %v", b.rec.snapshot())
+		}
+		if !slices.Contains(b.rec.snapshot(), "acquire/unknown") {
+			t.Errorf("steps %v: the takeover's reply was not lost", b.rec.snapshot())
+		}
+		if got, want := b.rec.takeovers(), []string{election.LockValue("a", first.Token)}; !slices.Equal(got, want) {
+			t.Errorf("takeovers recorded %v, want %v: the adoption must name the takeover its term began with", got, want)
 		}
 	})
 }
