@@ -74,3 +74,34 @@ func TestTakeoverWindowStandbyUnanswered(t *testing.T) {
 		}
 	}
 }
+
+// The standby's decision is judged, not the machine's latency after it: a takeover sent
+// 0.36 s after the kill whose first commit came 1.08 s after it (twelve chaos runs on two
+// cores, 2026-12-07) was taken over in time; a winning acquire sent after half the lease
+// was not.
+func TestTakeoverWindowJudgesTheSend(t *testing.T) {
+	w := Window{Fault: "kill", FaultNode: "n1", OldNode: "n1", OldToken: 9, NewNode: "n2", NewToken: 10,
+		Injected: int64(time.Second), FirstNew: int64(time.Second + 1080*time.Millisecond), ToNewToken: 1080 * time.Millisecond}
+	for _, c := range []struct {
+		name string
+		sent time.Duration // after the kill
+		want Verdict
+	}{
+		{"sent at once, committed late", 360 * time.Millisecond, Valid},
+		{"sent after half the lease", 1050 * time.Millisecond, Invalid},
+	} {
+		el := []elOp{
+			{node: 2, kind: history.KindAcquire, call: w.Injected + int64(100*time.Millisecond), typ: history.Fail, notHeld: true},
+			{node: 1, kind: history.KindAcquire, call: w.Injected + int64(c.sent), typ: history.OK, token: 10},
+		}
+		p := &parsed{run: &history.Run{Info: history.RunInfo{Workload: "listener", LeaseTTL: 2 * time.Second,
+			TakeoverOnDisconnect: true}}, nodes: []string{"n1", "n2", "n3"}, el: el}
+		cr := takeoverWindow(p, []Window{w})
+		if cr.Verdict != c.want {
+			t.Errorf("%s: %s, want %s: %s", c.name, cr.Verdict, c.want, cr.Message)
+		}
+		if c.want == Invalid && (len(cr.Offending) != 1 || !strings.Contains(cr.Offending[0], "sent 1.05s later")) {
+			t.Errorf("%s: offending %q", c.name, cr.Offending)
+		}
+	}
+}
