@@ -57,7 +57,7 @@ func explainsOverlap(f *fault, node string) bool {
 // kill or stop ends node's term itself.
 func closesPresence(f *fault, node string) bool {
 	switch f.kind {
-	case "partition-reset", "presence-loss":
+	case "partition-reset", "presence-loss", "presence-flap":
 		return f.node == node
 	case "redis-restart", "redis-restart-volatile", "redis-failover", "redis-switchover", "replication-delay":
 		return true

@@ -45,6 +45,11 @@ import (
 // must be refused as not present (presenceIgnored). One answered as won or as held let a
 // node without presence compete: a standby would take over its term at the next poll.
 //
+// And while a presence-flap fault surely kept a node's presence (it came back before
+// the standbys' takeover scripts ran, and stayed), no acquire sent and answered in that
+// interval may take that node's lease over (presentTakeovers): the script must find the
+// holder's subscriber in the step that takes the lock, not trust the poll before it.
+//
 // lease-exclusion sees a twice-granted lock only when the older holder goes on
 // believing long enough; a fence rejects that holder's next write within a poll, often
 // within the drift margin lease-exclusion tolerates. This check sees the grant itself.
@@ -231,11 +236,14 @@ func leaseGrant(p *parsed) CheckResult {
 	bad = append(bad, heldBad...)
 	absent, presenceBad := presenceIgnored(p)
 	bad = append(bad, presenceBad...)
+	whilePresent, takenBad := presentTakeovers(p, grants)
+	bad = append(bad, takenBad...)
 	slices.SortStableFunc(bad, func(a, b finding) int { return cmp.Compare(a.at, b.at) })
 	cr.Stats = map[string]int64{"acquires": int64(checked), "grants": int64(len(grants)), "granted_twice": int64(twice),
 		"late_releases_done": int64(lateReleases), "refusals": int64(refusals), "refused_in_lease": int64(refused),
 		"acquires_refused_after_release": int64(heldFree), "refused_free": int64(len(heldBad)),
-		"acquires_without_presence": int64(absent), "presence_ignored": int64(len(presenceBad))}
+		"acquires_without_presence": int64(absent), "presence_ignored": int64(len(presenceBad)),
+		"acquires_while_present": int64(whilePresent), "present_taken_over": int64(len(takenBad))}
 	if len(bad) == 0 {
 		cr.Message = fmt.Sprintf("%d acquires: none returned while an older term's lease still ran in Redis; %d renewals and releases refused, none while the lease was still the holder's (tolerance %v)", checked, refusals, tolerance)
 		if absent > 0 {
@@ -259,6 +267,9 @@ func leaseGrant(p *parsed) CheckResult {
 	}
 	if len(presenceBad) > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d acquires sent and answered while the node's presence was denied were not refused as not present", len(presenceBad), absent))
+	}
+	if len(takenBad) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d acquires sent and answered while a holder's presence surely stayed took that holder's lease over", len(takenBad), whilePresent))
 	}
 	cr.Message = strings.Join(parts, "; ")
 	cr.setOffending(bad, 5, 0)
@@ -346,6 +357,38 @@ func presenceIgnored(p *parsed) (int, []finding) {
 			bad = append(bad, finding{at: a.ret, what: fmt.Sprintf(
 				"%s's acquire (sent %s) was answered at %s as %s, while its presence channel had no subscriber: presence-loss denied it from %s (seen in effect) to %s (heal begun)",
 				f.node, p.t(a.call), p.t(a.ret), answer, p.t(f.inEffectFrom), p.t(f.inEffectTo))})
+		}
+	}
+	return judged, bad
+}
+
+// presentTakeovers judges the acquires other nodes sent and got an answer to while a
+// presence-flap fault surely kept a node's presence (Redis counted a subscriber of its
+// channel throughout): none may have taken that node's lease over, since the takeover
+// script requires, in the step that takes the lock, that nobody listens on the holder's
+// channel. It returns how many it judged and the findings.
+func presentTakeovers(p *parsed, grants []grant) (int, []finding) {
+	judged := 0
+	var bad []finding
+	for i := range p.faults {
+		f := &p.faults[i]
+		if f.kind != faults.PresenceFlap || f.inEffectFrom == 0 {
+			continue
+		}
+		within := func(call, ret int64) bool { return call >= f.inEffectFrom && ret <= f.inEffectTo }
+		for _, a := range p.el {
+			if a.kind == history.KindAcquire && p.nodes[a.node] != f.node && a.typ != history.Info && within(a.call, a.ret) {
+				judged++
+			}
+		}
+		for _, g := range grants {
+			from, ok := p.takeovers[termKey{g.node, g.token}]
+			if !ok || !g.acquire || !strings.HasPrefix(from, f.node+":") || !within(g.call, g.ret) {
+				continue
+			}
+			bad = append(bad, finding{at: g.ret, what: fmt.Sprintf(
+				"%s's acquire (sent %s) took %s's lease over at %s (token %d, taking %s), while %s's presence surely stayed: presence-flap saw it back by %s and unbroken at %s",
+				p.nodes[g.node], p.t(g.call), f.node, p.t(g.ret), g.token, from, f.node, p.t(f.inEffectFrom), p.t(f.inEffectTo))})
 		}
 	}
 	return judged, bad

@@ -421,6 +421,59 @@ func TestLeaseGrantPresenceDenied(t *testing.T) {
 	}
 }
 
+// While presence-flap surely kept a holder's presence, no acquire sent and answered in
+// that interval may take its lease over (the acquire script's takeover branch without
+// its check of the holder's subscriber, acquireScript:21:72).
+func TestLeaseGrantPresentTakeover(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		inEffect bool
+		before   bool // the takeover sent before the interval began
+		taken    int  // whose lease the takeover names: the fault's target (0) or another
+		want     Verdict
+	}{
+		{"taken while present", true, false, 0, Invalid},
+		{"no interval recorded", false, false, 0, Valid},
+		{"sent before the presence was back", true, true, 0, Valid},
+		{"another node's lease", true, false, 2, Valid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(simConfig{Seed: 1})
+			tok := s.acquire(0)
+			s.adv(2 * s.cfg.LeaseTTL) // its lease over: the takeover is no second grant
+			id := s.injectFault("presence-flap", s.nodes[0])
+			s.adv(10 * time.Millisecond)
+			taken := lockValue(s.nodes[c.taken], tok)
+			var from int64
+			if c.before {
+				i := s.invoke(1, history.KindAcquire, history.Event{})
+				s.adv(time.Millisecond)
+				from = s.now
+				s.adv(time.Millisecond)
+				s.complete(i, history.OK, history.Event{Token: tok + 1, Reason: history.ReasonTakeover + " " + taken})
+			} else {
+				from = s.now
+				s.acquireTakeover(1, taken)
+			}
+			s.adv(time.Millisecond)
+			to := s.now
+			s.adv(10 * time.Millisecond)
+			s.healFault(id)
+			if c.inEffect {
+				heal := &s.faults[len(s.faults)-1]
+				heal.InEffectFrom, heal.InEffectTo = from, to
+			}
+			run := s.end()
+			run.Info.TakeoverOnDisconnect = true
+			cr := checkOnly(t, run, CheckLeaseGrant)
+			wantCheck(t, cr, c.want, "while "+s.nodes[0]+"'s presence surely stayed")
+			if want := int64(1); c.inEffect && !c.before && cr.Stats["acquires_while_present"] != want {
+				t.Errorf("acquires_while_present = %d, want %d", cr.Stats["acquires_while_present"], want)
+			}
+		})
+	}
+}
+
 // A takeover whose answer was lost, then adopted by its node, ends the taken term's lease
 // as a takeover answered at once does: the adoption names it (history.ReasonTakeover),
 // and it counts as sent when the lost request was. Without the name the adopted term is

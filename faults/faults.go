@@ -45,6 +45,10 @@ const (
 	// reaches Redis on its other connections; a standby takes its lease over, and its next
 	// renewal is refused.
 	PresenceLoss = "presence-loss"
+	// Its companion: the leader's presence denied until every standby has seen it gone
+	// and stalls before its takeover, then given back and kept; a takeover script run
+	// after that must find the holder present and leave its lock alone.
+	PresenceFlap = "presence-flap"
 
 	// The fault of the event source, the environment rather than the system under test:
 	// the node's link to the source resets every connection, so that each fetch fails,
@@ -147,10 +151,11 @@ func CheckEtcd(kinds []string, etcd bool) error {
 // are not in All: `--nemesis all` draws the schedules it always drew; name them (or
 // `failpoint`) to add them. Nor are the replicated faults (see AllFor), nor
 // RedlockRestart, which only a run of variants.RedlockMajority can have, nor
-// PresenceLoss, which only a run with takeover on disconnect can tell from nothing, nor
-// SourceOutage, a fault of the environment that `--nemesis all` never drew.
+// PresenceLoss and PresenceFlap, which only a run with takeover on disconnect can tell
+// from nothing, nor SourceOutage, a fault of the environment that `--nemesis all` never
+// drew.
 func Known() []string {
-	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart, PresenceLoss, SourceOutage), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
+	return append(append(append(append(append(All(), RedisRestartVolatile, RedlockRestart, PresenceLoss, PresenceFlap, SourceOutage), Failpoints()...), Replicated()...), Postgres()...), Etcd()...)
 }
 
 // IsKnown reports whether kind is a fault kind.

@@ -30,13 +30,14 @@ func TestParseList(t *testing.T) {
 }
 
 func TestKnownIsAllPlusVolatileFailpointsAndReplicated(t *testing.T) {
-	// The two beside the lists: redis-restart-volatile and redlock-restart; and presence-loss.
-	if slices.Contains(All(), PresenceLoss) || !slices.Contains(Known(), PresenceLoss) {
-		t.Fatalf("All %v, Known %v: presence-loss must be known and not in all", All(), Known())
+	// Beside the lists: redis-restart-volatile and redlock-restart; presence-loss and
+	// presence-flap; source-outage.
+	if slices.Contains(All(), PresenceLoss) || !slices.Contains(Known(), PresenceLoss) || slices.Contains(All(), PresenceFlap) || !slices.Contains(Known(), PresenceFlap) {
+		t.Fatalf("All %v, Known %v: presence-loss and presence-flap must be known and not in all", All(), Known())
 	}
 	if slices.Contains(All(), RedisRestartVolatile) || !slices.Contains(Known(), RedisRestartVolatile) ||
 		slices.Contains(All(), FPLateRenew) || !slices.Contains(Known(), FPLateRenew) ||
-		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+4+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
+		!slices.Contains(Known(), RedisFailover) || len(Known()) != len(All())+5+len(Failpoints())+len(Replicated())+len(Postgres())+len(Etcd()) {
 		t.Fatalf("All %v, Known %v", All(), Known())
 	}
 	a := All()

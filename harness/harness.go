@@ -457,6 +457,12 @@ func (r *runner) heal(ctx context.Context) error {
 	var inEffectTo int64
 	if o.inEffect != 0 {
 		inEffectTo = r.faults.Now() // the effect lasts at least until the heal begins
+		if s, ok := o.f.(nemesis.Sustainer); ok {
+			if held, err := s.Sustained(ctx, r.c, o.target); !held || err != nil {
+				r.log.Warn("fault-effect-lapsed", slog.String("fault", o.kind), slog.String("target", o.target), slog.Any("error", err))
+				o.inEffect, inEffectTo = 0, 0
+			}
+		}
 	}
 	what, err := o.f.Heal(ctx, r.c, o.target)
 	if o.target == nemesis.AimRedis {

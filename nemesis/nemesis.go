@@ -35,6 +35,15 @@ type Confirmer interface {
 	ConfirmsEffect()
 }
 
+// Sustainer is a Confirmer whose effect can also end before its heal without the fault's
+// doing (a subscription that drops and comes back): Sustained, asked just before the
+// heal, reports whether it lasted from Inject's return until then. If not, or if it
+// cannot tell, the harness records no interval.
+type Sustainer interface {
+	Confirmer
+	Sustained(ctx context.Context, c Backend, target string) (bool, error)
+}
+
 // Backend is a backend as the faults see it, defined here by its users: each fault
 // uses one of its parts. A backend.Backend is one. Every call that reaches a process or
 // the network takes ctx.
@@ -123,6 +132,8 @@ func ByKind(kind string) (Fault, error) {
 		return redlockFault{}, nil
 	case faults.PresenceLoss:
 		return presenceFault{}, nil
+	case faults.PresenceFlap:
+		return &presenceFlapFault{}, nil
 	case faults.SourceOutage:
 		return sourceFault{}, nil
 	case faults.RedisFailover, faults.RedisSwitchover, faults.ReplicationDelay:

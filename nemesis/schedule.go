@@ -127,6 +127,9 @@ func NewSchedule(o ScheduleOptions) ([]Step, error) {
 			// Longer than the node's held commit (a lease), in which a standby takes the
 			// lease over and the node's next renewal is refused: then its acquires.
 			s.Params.Hold = between(1.5, 2)
+		case faults.PresenceFlap:
+			// Longer than the standbys' stall (a lease) after the presence came back.
+			s.Params.Hold = between(1.5, 2)
 		case faults.FPLateCommit, faults.FPLateRenew, faults.FPLateRelease, faults.FPReleaseRace, faults.FPStallNewLeader, faults.FPLoadRace, faults.FPTakeoverRace, faults.FPReleaseLost:
 			// The stall (1.5 leases at most) and a lease for the next leader to commit.
 			s.Params.Hold = between(2.5, 3)

@@ -143,10 +143,12 @@ func (s *Spec) Prepare() error {
 	if slices.Contains(s.Nemeses, faults.RedlockRestart) && s.redlockServers() == 0 {
 		return fmt.Errorf("--nemesis %s: only --variant %s locks on Redlock servers", faults.RedlockRestart, variants.RedlockMajority)
 	}
-	if slices.Contains(s.Nemeses, faults.PresenceLoss) && (!s.Takeover || s.Redis.Replicated()) {
-		// Without the option no node keeps a presence to lose; with replicas it lives on
-		// a primary the fault does not act on.
-		return fmt.Errorf("--nemesis %s: only nodes with --takeover-on-disconnect keep a presence, on a single Redis", faults.PresenceLoss)
+	for _, k := range []string{faults.PresenceLoss, faults.PresenceFlap} {
+		if slices.Contains(s.Nemeses, k) && (!s.Takeover || s.Redis.Replicated()) {
+			// Without the option no node keeps a presence to lose; with replicas it lives
+			// on a primary the fault does not act on.
+			return fmt.Errorf("--nemesis %s: only nodes with --takeover-on-disconnect keep a presence, on a single Redis", k)
+		}
 	}
 	if s.NodeCmd != "" && s.Redis.Replicated() {
 		return fmt.Errorf("--node-cmd with --redis-topology %s: only fenceline nodes follow Sentinel or a cluster's slots here", s.Redis.Topology)
@@ -309,6 +311,10 @@ func (s Spec) noProbe() string {
 //     term; and, as a follower without presence, its acquires are refused as not
 //     present (a reset takes the presence with every other connection, and a quiet
 //     subscription outlives it: no random fault makes either history);
+//   - presence-flap, which probeKinds adds with presence-loss: the leader's presence
+//     gone until every standby's poll has seen it, and back, continuously, while they
+//     stall before their takeover; each takeover script must find the holder present
+//     (a script that trusts the poll takes a live, present holder's lease);
 //   - fp-takeover-race, which probeKinds adds to a kill when the nodes take over on
 //     disconnect (not in a default run): the leader killed and every standby stalled
 //     between seeing it gone and taking over, so that the second taker's script finds
@@ -381,6 +387,11 @@ func WithStaleLeaderProbes(steps []nemesis.Step, lease time.Duration, nodes int,
 		// lease apart) is refused while its commit is held (a lease); the last half lease
 		// its acquires as a follower are refused as not present.
 		add(faults.PresenceLoss, leader, nemesis.Params{Hold: lease * 3 / 2})
+	}
+	if slices.Contains(kinds, faults.PresenceFlap) {
+		// Gone until the standbys' polls see it, back before their stall (a lease) ends:
+		// their takeover scripts run while the leader is present again.
+		add(faults.PresenceFlap, leader, nemesis.Params{Hold: lease * 3 / 2})
 	}
 	if slices.Contains(kinds, faults.FPTakeoverRace) {
 		add(faults.FPTakeoverRace, leader, nemesis.Params{Hold: 3 * lease})
@@ -459,7 +470,7 @@ func (s Spec) redlockServers() int {
 // probeKinds are the fault kinds WithStaleLeaderProbes opens the run for: its faults, and
 // with Redlock servers their restart, when its faults restart Redis (`--nemesis all`),
 // and with takeover on disconnect fp-takeover-race, when its faults kill a node, and
-// presence-loss, when they reset a node's connections.
+// presence-loss and presence-flap, when they reset a node's connections.
 func (s Spec) probeKinds() []string {
 	kinds := s.Nemeses
 	if s.redlockServers() > 0 && slices.Contains(kinds, faults.RedisRestart) && !slices.Contains(kinds, faults.RedlockRestart) {
@@ -468,8 +479,12 @@ func (s Spec) probeKinds() []string {
 	if s.Takeover && slices.Contains(kinds, faults.Kill) && !slices.Contains(kinds, faults.FPTakeoverRace) {
 		kinds = append(slices.Clone(kinds), faults.FPTakeoverRace)
 	}
-	if s.Takeover && slices.Contains(kinds, faults.PartitionReset) && !slices.Contains(kinds, faults.PresenceLoss) {
-		kinds = append(slices.Clone(kinds), faults.PresenceLoss)
+	if s.Takeover && slices.Contains(kinds, faults.PartitionReset) {
+		for _, k := range []string{faults.PresenceLoss, faults.PresenceFlap} {
+			if !slices.Contains(kinds, k) {
+				kinds = append(slices.Clone(kinds), k)
+			}
+		}
 	}
 	return kinds
 }

@@ -189,11 +189,11 @@ func TestTakeoverRaceProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, Spec{Takeover: true, Nemeses: faults.All()}.probeKinds())[:10] {
+	for _, p := range WithStaleLeaderProbes(steps, 2*time.Second, 3, Spec{Takeover: true, Nemeses: faults.All()}.probeKinds())[:11] {
 		kinds = append(kinds, p.Kind)
 	}
 	// What only takeover on disconnect has comes first: a run with it is for it.
-	want := []string{faults.Kill, faults.PresenceLoss, faults.FPTakeoverRace, faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.Clock}
+	want := []string{faults.Kill, faults.PresenceLoss, faults.PresenceFlap, faults.FPTakeoverRace, faults.FPLoadRace, faults.RedisRestart, faults.FPLateRelease, faults.Delay, faults.FPStallNewLeader, faults.FPReleaseRace, faults.Clock}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("probes %v, want %v", kinds, want)
 	}
@@ -204,8 +204,8 @@ func TestTakeoverRaceProbe(t *testing.T) {
 	}
 }
 
-// A run whose nodes take over on disconnect gets presence-loss, aimed at the leader, when
-// its faults reset a node's connections; no other run gets it.
+// A run whose nodes take over on disconnect gets presence-loss and presence-flap, aimed
+// at the leader, when its faults reset a node's connections; no other run gets them.
 func TestPresenceLossProbe(t *testing.T) {
 	for _, c := range []struct {
 		s    Spec
@@ -216,14 +216,18 @@ func TestPresenceLossProbe(t *testing.T) {
 		{Spec{Nemeses: faults.All()}, false},
 		{Spec{Takeover: true, Nemeses: []string{faults.Kill}}, false},
 	} {
-		if got := slices.Contains(c.s.probeKinds(), faults.PresenceLoss); got != c.want {
-			t.Errorf("takeover %v, faults %v: presence-loss %v, want %v", c.s.Takeover, c.s.Nemeses, got, c.want)
+		for _, k := range []string{faults.PresenceLoss, faults.PresenceFlap} {
+			if got := slices.Contains(c.s.probeKinds(), k); got != c.want {
+				t.Errorf("takeover %v, faults %v: %s %v, want %v", c.s.Takeover, c.s.Nemeses, k, got, c.want)
+			}
 		}
 	}
 	steps := WithStaleLeaderProbes(nil, 2*time.Second, 3, Spec{Takeover: true, Nemeses: []string{faults.PartitionReset}}.probeKinds())
-	i := slices.IndexFunc(steps, func(s nemesis.Step) bool { return s.Kind == faults.PresenceLoss })
-	if i < 0 || !steps[i].Aim.Leader || steps[i].Params.Hold != 3*time.Second {
-		t.Errorf("resets with takeover: probes %+v, want presence-loss on the leader for 1.5 leases", steps)
+	for _, k := range []string{faults.PresenceLoss, faults.PresenceFlap} {
+		i := slices.IndexFunc(steps, func(s nemesis.Step) bool { return s.Kind == k })
+		if i < 0 || !steps[i].Aim.Leader || steps[i].Params.Hold != 3*time.Second {
+			t.Errorf("resets with takeover: probes %+v, want %s on the leader for 1.5 leases", steps, k)
+		}
 	}
 }
 

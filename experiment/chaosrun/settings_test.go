@@ -121,8 +121,9 @@ func TestRedlockRestartNeedsTheVariant(t *testing.T) {
 	}
 }
 
-// presence-loss acts on the presence that only --takeover-on-disconnect keeps: named for
-// another run, or on replicas, it is a usage error before anything starts.
+// presence-loss and presence-flap act on the presence that only --takeover-on-disconnect
+// keeps: named for another run, or on replicas, each is a usage error before anything
+// starts.
 func TestPresenceLossNeedsTakeover(t *testing.T) {
 	for _, tc := range []struct {
 		takeover bool
@@ -133,12 +134,14 @@ func TestPresenceLossNeedsTakeover(t *testing.T) {
 		{true, backend.TopologySentinel, false},
 		{true, "", true},
 	} {
-		s := Spec{Nodes: 3, Duration: time.Second, LeaseTTL: 2 * time.Second, Variant: "reference", Takeover: tc.takeover,
-			Redis: backend.RedisSpec{Topology: tc.topology}, Backend: "local",
-			Nemeses: []string{faults.PresenceLoss}, Workload: workloads.Workload{Name: "listener", SourceRate: 400, Batch: 20}}
-		err := s.Prepare()
-		if refused := err != nil && strings.Contains(err.Error(), "--nemesis presence-loss"); refused == tc.ok {
-			t.Errorf("presence-loss, takeover %v, topology %q: %v", tc.takeover, tc.topology, err)
+		for _, k := range []string{faults.PresenceLoss, faults.PresenceFlap} {
+			s := Spec{Nodes: 3, Duration: time.Second, LeaseTTL: 2 * time.Second, Variant: "reference", Takeover: tc.takeover,
+				Redis: backend.RedisSpec{Topology: tc.topology}, Backend: "local",
+				Nemeses: []string{k}, Workload: workloads.Workload{Name: "listener", SourceRate: 400, Batch: 20}}
+			err := s.Prepare()
+			if refused := err != nil && strings.Contains(err.Error(), "--nemesis "+k); refused == tc.ok {
+				t.Errorf("%s, takeover %v, topology %q: %v", k, tc.takeover, tc.topology, err)
+			}
 		}
 	}
 }

@@ -610,6 +610,12 @@ func failedTests(output []byte) string {
 //     takes over, and its next renewal is refused; as a follower its acquires are refused
 //     as not present. No other run refuses a live leader's renewal, or answers an acquire
 //     so.
+//   - A presence back before the takeover (faults.PresenceFlap, a probe of a run with
+//     takeover on disconnect): every standby's poll sees the leader's presence gone,
+//     and the presence is back, unbroken, before their stalled takeover scripts run. A
+//     script that takes the lock without counting the holder's subscriber in the same
+//     step takes a live, present leader's lease, which lease-grant judges; no other run
+//     brings a presence back between a poll and its script.
 //   - A lost release (faults.FPReleaseLost, a probe once named): the leader stopped, its
 //     release failing before it is sent. The node must record an unknown outcome; one
 //     that records Redis's refusal claims a refusal while its lease still ran, which
